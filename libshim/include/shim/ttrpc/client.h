@@ -1,0 +1,58 @@
+// TtrpcClient: unary ttrpc calls over one unix socket connection, multiplexed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "shim/status.h"
+#include "shim/ttrpc/call.h"
+#include "shim/ttrpc/frame.h"
+
+namespace shim::ttrpc {
+
+struct CallOptions {
+  // Sent as timeout_nano; the call fails with DeadlineExceeded locally when it passes.
+  std::optional<std::chrono::nanoseconds> timeout;
+  Metadata metadata;
+};
+
+// status OK -> payload is the serialized response message.
+using CallCallback = std::function<void(Status status, std::string payload)>;
+
+struct ClientOptions {
+  std::uint32_t max_message_size = kMaxMessageSize;
+};
+
+// All methods are thread-safe (they post to the executor); callbacks run on the
+// executor. When the connection fails or the peer closes it, every pending call fails
+// with Unavailable "ttrpc: closed" and later calls fail the same way at once.
+class TtrpcClient : public std::enable_shared_from_this<TtrpcClient> {
+ public:
+  static std::shared_ptr<TtrpcClient> create(boost::asio::any_io_executor executor,
+                                             ClientOptions options = {});
+  virtual ~TtrpcClient() = default;
+
+  // `address` is "unix:///path" or "/path".
+  virtual void connect(std::string address, std::function<void(Status)> done) = 0;
+  virtual void call(std::string service, std::string method, std::string payload,
+                    CallOptions options, CallCallback done) = 0;
+  virtual void close() = 0;
+  // Called once, on the executor, when the connection ends for any reason.
+  virtual void on_close(std::function<void(Status)> callback) = 0;
+  virtual bool connected() const = 0;
+
+ protected:
+  TtrpcClient() = default;
+};
+
+// Strips an optional "unix://" scheme; other schemes are an InvalidArgument error.
+Status unix_socket_path(std::string_view address, std::string* path);
+
+}  // namespace shim::ttrpc
