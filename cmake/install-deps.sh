@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake ninja-build pkg-config git ca-certificates
   libboost1.81-dev libboost-json1.81-dev
   libprotobuf-dev protobuf-compiler libfmt-dev catch2 libbenchmark-dev
   clang libclang-rt-14-dev

@@ -1,0 +1,85 @@
+// Manager: the runtime-specific half of the shim binary protocol. A vendor implements
+// one Manager (plus a TaskService) and calls shim::run() from main():
+//
+//   int main(int argc, char** argv) {
+//     MyManager manager;
+//     return shim::run(argc, argv, manager);
+//   }
+//
+// libshim parses flags/env/stdin, picks the action and does everything that is not
+// runtime-specific; the Manager answers the few questions only the runtime can.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "containerd/task_v2.pb.h"
+#include "containerd/types.pb.h"
+#include "google/protobuf/any.pb.h"
+#include "shim/service_context.h"
+#include "shim/status.h"
+#include "shim/task_service.h"
+
+namespace shim {
+
+// What the `start` action knows, whichever containerd version called it.
+struct StartContext {
+  std::string id;             // task id being started
+  std::string namespace_;
+  std::string bundle;         // cwd of `start`
+  std::string grpc_address;
+  std::string ttrpc_address;
+  std::string socket_dir;     // BootstrapParams.socket_dir (2.3+) or /run/containerd/s
+  bool debug = false;
+  bool bootstrap_params = false;  // stdin was a 2.3+ BootstrapParams
+  std::optional<google::protobuf::Any> options;  // runtime options, if any were sent
+};
+
+// How the `start` action launches the long-lived server. The library's defaults suit
+// most runtimes; a Manager adjusts them in daemon_options().
+struct DaemonOptions {
+  // OCI annotations that name the shim group, first present wins; else the task id.
+  std::vector<std::string> group_annotations = {"io.containerd.runc.v2.group",
+                                                "io.kubernetes.cri.sandbox-id"};
+  std::string cgroup;       // move the daemon into this cgroup (e.g. runc's ShimCgroup)
+  bool adjust_oom_score = true;  // containerd's oom_score_adj + 1
+};
+
+struct StopContext {
+  std::string id;
+  std::string namespace_;
+  std::string bundle;  // -bundle, else the cwd
+  std::string grpc_address;
+  bool debug = false;
+};
+
+class Manager {
+ public:
+  virtual ~Manager() = default;
+
+  // Runtime name reported by -info and used as the log/error prefix, e.g.
+  // "io.containerd.runc.v2".
+  virtual std::string name() const = 0;
+  virtual std::string version() const;
+  virtual std::string revision() const { return ""; }
+
+  // Options for the `start` action's daemon launch (grouping, cgroup, ...).
+  virtual DaemonOptions daemon_options(const StartContext& context) const;
+
+  // The `delete` action: clean up after task context.id, whose shim may be gone.
+  virtual Status stop(const StopContext& context, task::DeleteResponse* response) = 0;
+
+  // The -info action (containerd 2.x). `options` is the runtime options Any, if any.
+  virtual Status info(const std::optional<google::protobuf::Any>& options,
+                      containerd::types::RuntimeInfo* info) const;
+
+  // The task service the long-lived server serves; called once in the daemon.
+  virtual std::unique_ptr<TaskService> create_task_service(ServiceContext& context) = 0;
+};
+
+// The entry point: runs the action named on the command line and returns the exit code.
+int run(int argc, char** argv, Manager& manager);
+
+}  // namespace shim

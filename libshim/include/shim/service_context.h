@@ -1,0 +1,48 @@
+// ServiceContext: everything the long-lived shim server hands a plug-in's TaskService.
+// Nothing here is global: tests build a ServiceContext from fakes.
+#pragma once
+
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+namespace shim {
+
+class Clock;
+class Logger;
+class Publisher;
+class Reaper;
+class Spawner;
+class WorkPool;
+
+// Who this shim is, as containerd told it.
+struct ShimIdentity {
+  std::string namespace_;
+  std::string id;              // the task id the daemon was started for (or its group id)
+  std::string bundle;          // the daemon's cwd: the first task's bundle
+  std::string grpc_address;    // containerd's gRPC socket (-address)
+  std::string ttrpc_address;   // TTRPC_ADDRESS: where events go
+  bool debug = false;
+};
+
+// Lets a service end the shim: stop accepting, finish in-flight replies, flush events,
+// remove the socket, exit 0. Safe to call from any thread, more than once.
+class ShutdownControl {
+ public:
+  virtual ~ShutdownControl() = default;
+  virtual void request_shutdown() = 0;
+};
+
+struct ServiceContext {
+  boost::asio::any_io_executor executor;  // the one event loop
+  Reaper& reaper;
+  Publisher& publisher;
+  const Clock& clock;
+  Spawner& spawner;
+  WorkPool& pool;  // small bounded pool for blocking runtime calls
+  Logger& logger;
+  ShutdownControl& shutdown;
+  ShimIdentity identity;
+};
+
+}  // namespace shim

@@ -1,0 +1,29 @@
+// The shim's listening socket: bound by `start` (so readiness is race-free) and handed
+// to the long-lived server as fd 3.
+#pragma once
+
+#include <string>
+
+#include "shim/status.h"
+
+namespace shim {
+
+enum class ListenOutcome {
+  kBound,   // a new listening socket; `fd` is valid
+  kInUse,   // a live server already answers at this path (shim reuse): `fd` is -1
+};
+
+struct ListenResult {
+  ListenOutcome outcome = ListenOutcome::kBound;
+  int fd = -1;
+};
+
+// Binds and listens on `path` (parent dir created 0700, socket chmod 0600). A socket file
+// whose server is gone is replaced; one whose server answers a connect is reported as
+// kInUse. The fd is O_CLOEXEC (clear it explicitly for the child that inherits it).
+Status listen_unix(const std::string& path, ListenResult* result);
+
+// Path of a listening AF_UNIX socket fd (getsockname), e.g. for removal at shutdown.
+Status socket_path_of(int fd, std::string* path);
+
+}  // namespace shim

@@ -1,0 +1,87 @@
+#include "shim/fs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace shim {
+namespace {
+
+Status errno_status(std::string_view op, const std::string& path, int err) {
+  std::string text = fmt::format("{} {}: {}", op, path, std::strerror(err));
+  if (err == ENOENT) return Status(Code::kNotFound, std::move(text));
+  if (err == EEXIST) return Status(Code::kAlreadyExists, std::move(text));
+  if (err == EACCES || err == EPERM) return Status(Code::kPermissionDenied, std::move(text));
+  return Status(Code::kUnknown, std::move(text));
+}
+
+Status write_all(int fd, std::string_view content, const std::string& path) {
+  while (!content.empty()) {
+    ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_status("write", path, errno);
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+}  // namespace
+
+Status write_file_atomic(const std::string& path, std::string_view content, int mode) {
+  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return errno_status("open", tmp, errno);
+  Status status = write_all(fd, content, tmp);
+  if (::close(fd) != 0 && status.ok()) status = errno_status("close", tmp, errno);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = errno_status("rename", path, errno);
+  }
+  if (!status.ok()) ::unlink(tmp.c_str());
+  return status;
+}
+
+Status write_existing_file(const std::string& path, std::string_view content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", path, errno);
+  Status status = write_all(fd, content, path);
+  ::close(fd);
+  return status;
+}
+
+Status read_file(const std::string& path, std::string* content) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", path, errno);
+  content->clear();
+  char buffer[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return errno_status("read", path, err);
+    }
+    if (n == 0) break;
+    content->append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return {};
+}
+
+Status make_dirs(const std::string& path, int mode) {
+  if (path.empty()) return {};
+  for (std::size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string prefix = path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), static_cast<mode_t>(mode)) == 0 || errno == EEXIST) continue;
+    return errno_status("mkdir", prefix, errno);
+  }
+  return {};
+}
+
+}  // namespace shim

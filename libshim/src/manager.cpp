@@ -1,0 +1,18 @@
+#include "shim/manager.h"
+
+namespace shim {
+
+std::string Manager::version() const { return LIBSHIM_VERSION; }
+
+DaemonOptions Manager::daemon_options(const StartContext&) const { return {}; }
+
+Status Manager::info(const std::optional<google::protobuf::Any>& options,
+                     containerd::types::RuntimeInfo* info) const {
+  info->set_name(name());
+  info->mutable_version()->set_version(version());
+  info->mutable_version()->set_revision(revision());
+  if (options) *info->mutable_options() = *options;
+  return {};
+}
+
+}  // namespace shim

@@ -1,0 +1,158 @@
+#include "shim/lifecycle_events.h"
+
+#include <catch2/catch.hpp>
+
+#include "support/recording_publisher.h"
+
+namespace shim {
+namespace {
+
+using testing::RecordingPublisher;
+using Topics = std::vector<std::string>;
+
+ProcessExit exit_of(int pid, int status) {
+  ProcessExit exit{};
+  exit.pid = pid;
+  exit.status = status;
+  exit.exited_at = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
+  return exit;
+}
+
+containerd::events::TaskCreate create_event(const std::string& id, std::uint32_t pid) {
+  containerd::events::TaskCreate event;
+  event.set_container_id(id);
+  event.set_pid(pid);
+  return event;
+}
+
+containerd::events::TaskExit last_exit(const RecordingPublisher& publisher) {
+  containerd::events::TaskExit exit;
+  for (const auto& e : publisher.events()) {
+    if (e.topic == "/tasks/exit") REQUIRE(exit.ParseFromString(e.bytes));
+  }
+  return exit;
+}
+
+struct Fixture {
+  RecordingPublisher publisher;
+  std::vector<std::string> reaped;
+  std::vector<std::string> waited;
+  LifecycleEvents events{publisher, LifecycleEvents::Hooks{
+      [this](const ProcessRef& p, const ProcessExit&) { reaped.push_back(p.exec_id); },
+      [this](const ProcessRef& p, const ProcessExit&) { waited.push_back(p.exec_id); }}};
+};
+
+TEST_CASE("start is published before the exit of a process that dies during start",
+          "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  auto token = f.events.begin_start({"c1", ""});
+  f.events.handle_exit(exit_of(100, 0));  // init died before runc start returned
+  CHECK(f.publisher.topics() == Topics{"/tasks/create"});
+  CHECK(f.waited.empty());
+  f.events.start_succeeded(token, 100);
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/start", "/tasks/exit"});
+  CHECK(f.waited == std::vector<std::string>{""});
+  auto exit = last_exit(f.publisher);
+  CHECK(exit.container_id() == "c1");
+  CHECK(exit.id() == "c1");
+  CHECK(exit.pid() == 100);
+  CHECK(exit.exited_at().seconds() == 1700000000);
+}
+
+TEST_CASE("an exec that exits before its pid is known is held until exec-started",
+          "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.start_succeeded(f.events.begin_start({"c1", ""}), 100);
+  f.events.exec_added("c1", "e1");
+  auto token = f.events.begin_start({"c1", "e1"});
+  f.events.handle_exit(exit_of(200, 7));  // unknown pid while a start is under way
+  CHECK(f.events.held_exit_count() == 1);
+  f.events.start_succeeded(token, 200);
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/start", "/tasks/exec-added",
+                                       "/tasks/exec-started", "/tasks/exit"});
+  auto exit = last_exit(f.publisher);
+  CHECK(exit.id() == "e1");
+  CHECK(exit.exit_status() == 7);
+  CHECK(f.events.held_exit_count() == 0);
+}
+
+TEST_CASE("init exit waits for the exits of running execs", "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.start_succeeded(f.events.begin_start({"c1", ""}), 100);
+  f.events.start_succeeded(f.events.begin_start({"c1", "e1"}), 201);
+  f.events.start_succeeded(f.events.begin_start({"c1", "e2"}), 202);
+
+  f.events.handle_exit(exit_of(100, 137));
+  CHECK(f.reaped == std::vector<std::string>{""});  // the plug-in hears of it at once
+  CHECK(f.waited.empty());                          // but Wait and the event wait
+  f.events.handle_exit(exit_of(202, 137));
+  f.events.handle_exit(exit_of(201, 137));
+  auto topics = f.publisher.topics();
+  REQUIRE(topics.size() == 7);
+  CHECK(f.waited == std::vector<std::string>{"e2", "e1", ""});
+  auto events = f.publisher.events();
+  containerd::events::TaskExit last;
+  REQUIRE(last.ParseFromString(events.back().bytes));
+  CHECK(last.id() == "c1");
+  CHECK(last.exit_status() == 137);
+}
+
+TEST_CASE("an exec that fails to start does not hold the init exit", "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.start_succeeded(f.events.begin_start({"c1", ""}), 100);
+  auto token = f.events.begin_start({"c1", "e1"});
+  f.events.handle_exit(exit_of(100, 0));
+  CHECK(f.waited.empty());
+  f.events.start_failed(token);
+  CHECK(f.waited == std::vector<std::string>{""});
+  CHECK(f.publisher.topics().back() == "/tasks/exit");
+}
+
+TEST_CASE("a created init that is killed before start publishes its exit", "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.handle_exit(exit_of(100, 137));
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/exit"});
+}
+
+TEST_CASE("exits of unknown pids are ignored when no start is under way", "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.handle_exit(exit_of(555, 1));
+  CHECK(f.events.held_exit_count() == 0);
+  CHECK(f.reaped.empty());
+  CHECK(f.publisher.topics() == Topics{"/tasks/create"});
+}
+
+TEST_CASE("a reused pid after reaping belongs to the new process", "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.start_succeeded(f.events.begin_start({"c1", ""}), 100);
+  f.events.start_succeeded(f.events.begin_start({"c1", "e1"}), 300);
+  f.events.handle_exit(exit_of(300, 0));
+  f.events.start_succeeded(f.events.begin_start({"c1", "e2"}), 300);  // pid reused
+  f.events.handle_exit(exit_of(300, 5));
+  auto exit = last_exit(f.publisher);
+  CHECK(exit.id() == "e2");
+  CHECK(exit.exit_status() == 5);
+}
+
+TEST_CASE("oom published from on_reaped precedes the exit", "[lifecycle]") {
+  RecordingPublisher publisher;
+  LifecycleEvents* self = nullptr;
+  LifecycleEvents events(publisher, LifecycleEvents::Hooks{
+      [&](const ProcessRef& p, const ProcessExit&) { self->oom(p.container_id); }, nullptr});
+  self = &events;
+  events.created(create_event("c1", 100));
+  events.start_succeeded(events.begin_start({"c1", ""}), 100);
+  events.handle_exit(exit_of(100, 137));
+  CHECK(publisher.topics() == Topics{"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit"});
+  CHECK(publisher.events()[2].type_url == "containerd.events.TaskOOM");
+}
+
+}  // namespace
+}  // namespace shim
