@@ -22,11 +22,33 @@ void LifecycleEvents::publish(std::string_view topic, const google::protobuf::Me
   publisher_.publish(topic, event);
 }
 
+LifecycleEvents::StartToken LifecycleEvents::hold_exits() {
+  StartToken token = next_token_++;
+  holds_.insert(token);
+  return token;
+}
+
+void LifecycleEvents::release_hold(StartToken token) {
+  holds_.erase(token);
+  drop_unclaimed_if_idle();
+}
+
 void LifecycleEvents::created(const containerd::events::TaskCreate& event) {
   ContainerState& container = containers_[event.container_id()];
   container.init_pid = event.pid();
-  if (event.pid() != 0) track(event.pid(), ProcessRef{event.container_id(), ""});
   publish("/tasks/create", event);
+  if (event.pid() == 0) return;
+  ProcessRef ref{event.container_id(), ""};
+  track(event.pid(), ref);
+  if (auto early = take_unclaimed(event.pid())) reaped(event.pid(), by_pid_[event.pid()], *early);
+}
+
+std::optional<ProcessExit> LifecycleEvents::take_unclaimed(std::uint32_t pid) {
+  auto it = unclaimed_.find(pid);
+  if (it == unclaimed_.end()) return std::nullopt;
+  ProcessExit exit = it->second;
+  unclaimed_.erase(it);
+  return exit;
 }
 
 void LifecycleEvents::exec_added(const std::string& container_id, const std::string& exec_id) {
@@ -66,10 +88,7 @@ void LifecycleEvents::start_succeeded(StartToken token, std::uint32_t pid) {
   Tracked& tracked = by_pid_[pid];
   std::optional<ProcessExit> early = std::move(tracked.exit);
   tracked.exit.reset();
-  if (auto held = unclaimed_.find(pid); held != unclaimed_.end()) {
-    early = held->second;
-    unclaimed_.erase(held);
-  }
+  if (auto held = take_unclaimed(pid)) early = held;
   drop_unclaimed_if_idle();
   if (early) reaped(pid, tracked, *early);
 }
@@ -99,7 +118,7 @@ void LifecycleEvents::handle_exit(const ProcessExit& exit) {
   auto it = by_pid_.find(pid);
   if (it == by_pid_.end()) {
     // Maybe the pid of a process whose start has not returned yet: keep it meanwhile.
-    if (!starts_.empty()) unclaimed_[pid] = exit;
+    if (!starts_.empty() || !holds_.empty()) unclaimed_[pid] = exit;
     return;
   }
   Tracked& tracked = it->second;
@@ -199,7 +218,7 @@ void LifecycleEvents::track(std::uint32_t pid, const ProcessRef& ref) {
 }
 
 void LifecycleEvents::drop_unclaimed_if_idle() {
-  if (starts_.empty()) unclaimed_.clear();
+  if (starts_.empty() && holds_.empty()) unclaimed_.clear();
 }
 
 }  // namespace shim

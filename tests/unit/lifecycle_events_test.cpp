@@ -156,3 +156,29 @@ TEST_CASE("oom published from on_reaped precedes the exit", "[lifecycle]") {
 
 }  // namespace
 }  // namespace shim
+
+namespace shim {
+namespace {
+
+TEST_CASE("an init that dies while runc create runs is reported after create", "[lifecycle]") {
+  Fixture f;
+  auto hold = f.events.hold_exits();
+  f.events.handle_exit(exit_of(100, 1));  // pid not known yet
+  f.events.created(create_event("c1", 100));
+  f.events.release_hold(hold);
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/exit"});
+  CHECK(f.events.held_exit_count() == 0);
+}
+
+TEST_CASE("held unknown exits are dropped when the hold ends unclaimed", "[lifecycle]") {
+  Fixture f;
+  auto hold = f.events.hold_exits();
+  f.events.handle_exit(exit_of(777, 0));
+  CHECK(f.events.held_exit_count() == 1);
+  f.events.release_hold(hold);
+  CHECK(f.events.held_exit_count() == 0);
+  CHECK(f.publisher.topics().empty());
+}
+
+}  // namespace
+}  // namespace shim

@@ -51,6 +51,12 @@ class LifecycleEvents {
   // Every exit the reaper reports (tracked or not).
   void handle_exit(const ProcessExit& exit);
 
+  // Holds exits of pids nobody tracks until release_hold(): open it before a call that
+  // creates a process whose pid is learnt only when the call returns (`runc create`),
+  // so an exit in between is not lost. created() and start_succeeded() claim them.
+  StartToken hold_exits();
+  void release_hold(StartToken token);
+
   // Init created with a known pid: publishes /tasks/create and tracks the pid. An exit
   // of a created but never started init is published as it comes (containerd accepts
   // create -> exit -> delete).
@@ -98,12 +104,14 @@ class LifecycleEvents {
     void publish_exit(const ProcessRef& ref, const ProcessExit& exit);
   void exec_finished(const std::string& container_id, const std::string& exec_id);
   void drop_unclaimed_if_idle();
+  std::optional<ProcessExit> take_unclaimed(std::uint32_t pid);
 
   Publisher& publisher_;
   Hooks hooks_;
   std::map<std::uint32_t, Tracked> by_pid_;
   std::map<std::string, ContainerState> containers_;
   std::map<StartToken, Start> starts_;
+  std::set<StartToken> holds_;
   StartToken next_token_ = 1;
   std::map<std::uint32_t, ProcessExit> unclaimed_;  // exits of unknown pids during starts
 };
