@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-14-dev
   containerd runc busybox-static
   strace procps iproute2 util-linux
+  debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it
 )
 
 missing=()

@@ -49,12 +49,14 @@ Status parse_process(const boost::json::value& process, Process* out) {
   return {};
 }
 
-// The child's stdout/stderr: a FIFO opened for writing without blocking (opening it
-// read-write first gives it a reader for a moment, so the write-only open returns).
-int open_output(const std::string& path) {
-  int keep = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (keep >= 0) ::close(keep);
+// The child's stdout/stderr. For a FIFO the shim first opens a read end and holds it
+// while the process exists (see FifoReaders): the write-only open then returns at once,
+// and the child's writes never meet a FIFO without a reader.
+int open_output(const std::string& path, FifoReaders& readers) {
+  int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (reader >= 0) readers.hold(reader);
+  int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // child blocks
   return fd;
 }
 
@@ -163,8 +165,11 @@ Status ExampleService::spawn(Container& container, Process& process) {
   request.argv.insert(request.argv.end(), process.args.begin(), process.args.end());
   request.env = process.env;
   int in = process.stdin_path.empty() ? -1 : open_input(process.stdin_path);
-  int out = process.stdout_path.empty() ? -1 : open_output(process.stdout_path);
-  int err = process.stderr_path.empty() ? -1 : open_output(process.stderr_path);
+  auto output = [&process](const std::string& path) {
+    return path.empty() ? -1 : open_output(path, process.output_readers);
+  };
+  int out = output(process.stdout_path);
+  int err = output(process.stderr_path);
   if (in >= 0) request.fds.emplace_back(0, in);
   if (out >= 0) request.fds.emplace_back(1, out);
   if (err >= 0) request.fds.emplace_back(2, err);
@@ -174,7 +179,10 @@ Status ExampleService::spawn(Container& container, Process& process) {
   for (int fd : {in, out, err}) {
     if (fd >= 0) ::close(fd);  // the child has its copies; EOF reaches ctr when it exits
   }
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    process.output_readers.close_all();
+    return status;
+  }
   process.pid = static_cast<std::uint32_t>(child.pid);
   process.handle = std::move(child.handle);
   process.state = ProcessState::kRunning;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "fifo_readers.h"
 #include "shim/lifecycle_events.h"
 #include "shim/process_handle.h"
 #include "shim/service_context.h"
@@ -42,6 +43,7 @@ struct Process {
   shim::ProcessHandle handle;
   std::optional<shim::ProcessExit> exit;
   std::vector<shim::Reply<task::WaitResponse>> waiters;
+  FifoReaders output_readers;  // until the process is deleted
 };
 
 struct Container {

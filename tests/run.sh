@@ -11,6 +11,7 @@ asan=${ASAN_DIR:-$repo/build-asan}
 jobs=${JOBS:-$(nproc)}
 
 bash "$repo/cmake/install-deps.sh"
+bash "$repo/cmake/fetch-containerd.sh"  # containerd 1.7/2.1 for the multi-version runs
 
 echo "== build ($build)"
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

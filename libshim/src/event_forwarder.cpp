@@ -1,6 +1,7 @@
 #include "shim/event_forwarder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 
@@ -30,6 +31,12 @@ bool retryable(const Status& status) {
   return status.code() == Code::kUnavailable || status.code() == Code::kDeadlineExceeded ||
          status.code() == Code::kCanceled;
 }
+
+struct FlushWaiter {
+  std::uint64_t id;
+  std::function<void(bool)> done;
+  std::shared_ptr<boost::asio::steady_timer> timer;
+};
 
 struct QueuedEvent {
   std::string topic;
@@ -74,11 +81,14 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
 
   void flush(std::chrono::milliseconds timeout, std::function<void(bool)> done) {
     boost::asio::post(executor_, [self = shared_from_this(), timeout, done = std::move(done)] {
-      self->flush_waiters_.push_back(done);
+      if (self->is_closed()) return done(false);  // nothing will be sent any more
+      // Each waiter has its own deadline: a short flush timing out must not end a longer
+      // one that is still waiting for containerd.
       auto timer = std::make_shared<boost::asio::steady_timer>(self->executor_, timeout);
-      self->flush_timers_.push_back(timer);
-      timer->async_wait([self, timer](boost::system::error_code ec) {
-        if (!ec) self->finish_flush(false);
+      std::uint64_t id = self->next_flush_id_++;
+      self->flush_waiters_.push_back({id, done, timer});
+      timer->async_wait([self, id](boost::system::error_code ec) {
+        if (!ec) self->expire_flush(id);
       });
       self->pump();
     });
@@ -114,7 +124,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
  private:
   // Runs on the executor: keeps exactly one Forward in flight while events are queued.
   void pump() {
-    if (in_flight_ || waiting_backoff_ || connecting_) return;
+    if (in_flight_ || waiting_backoff_ || connecting_ || is_closed()) return;
     std::optional<QueuedEvent> next = front();
     if (!next) {
       finish_flush(true);
@@ -134,6 +144,11 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
                   });
   }
 
+  bool is_closed() const {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+
   std::optional<QueuedEvent> front() const {
     std::lock_guard lock(mutex_);
     if (closed_ || queue_.empty()) return std::nullopt;
@@ -147,6 +162,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
 
   void on_forwarded(const std::string& topic, const Status& status) {
     in_flight_ = false;
+    if (is_closed()) return;  // the owner (and the logger) may be gone
     if (status.ok()) {
       pop_front();
       {
@@ -180,6 +196,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     client_ = ttrpc::TtrpcClient::create(executor_);
     client_->connect(options_.ttrpc_address, [self = shared_from_this()](Status status) {
       self->connecting_ = false;
+      if (self->is_closed()) return;
       if (status.ok()) {
         self->pump();
         return;
@@ -209,9 +226,19 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
   void finish_flush(bool delivered) {
     auto waiters = std::move(flush_waiters_);
     flush_waiters_.clear();
-    for (auto& timer : flush_timers_) timer->cancel();
-    flush_timers_.clear();
-    for (auto& waiter : waiters) waiter(delivered);
+    for (auto& waiter : waiters) {
+      waiter.timer->cancel();
+      waiter.done(delivered);
+    }
+  }
+
+  void expire_flush(std::uint64_t id) {
+    auto it = std::find_if(flush_waiters_.begin(), flush_waiters_.end(),
+                           [id](const FlushWaiter& w) { return w.id == id; });
+    if (it == flush_waiters_.end()) return;
+    auto done = std::move(it->done);
+    flush_waiters_.erase(it);
+    done(false);
   }
 
   boost::asio::any_io_executor executor_;
@@ -231,15 +258,17 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
   bool in_flight_ = false;
   bool connecting_ = false;
   bool waiting_backoff_ = false;
-  std::vector<std::function<void(bool)>> flush_waiters_;
-  std::vector<std::shared_ptr<boost::asio::steady_timer>> flush_timers_;
+  std::vector<FlushWaiter> flush_waiters_;
+  std::uint64_t next_flush_id_ = 0;
 };
 
 EventForwarder::EventForwarder(boost::asio::any_io_executor executor,
                                EventForwarderOptions options, const Clock& clock, Logger& logger)
     : impl_(std::make_shared<Impl>(std::move(executor), std::move(options), clock, logger)) {}
 
-EventForwarder::~EventForwarder() = default;
+// The Impl may outlive us in pending handlers; it refers to a clock and logger it does
+// not own, so it must stop retrying now rather than keep dialing containerd forever.
+EventForwarder::~EventForwarder() { impl_->close(); }
 
 void EventForwarder::publish(std::string_view topic, const google::protobuf::MessageLite& event) {
   impl_->enqueue(topic, event);

@@ -43,12 +43,14 @@ class EventForwarder final : public Publisher {
  public:
   EventForwarder(boost::asio::any_io_executor executor, EventForwarderOptions options,
                  const Clock& clock, Logger& logger);
+  // Closes (see close()): flush() first to deliver what is queued.
   ~EventForwarder() override;
 
   void publish(std::string_view topic, const google::protobuf::MessageLite& event) override;
 
   // Calls `done` (on the executor) once the outbox is empty or `timeout` passed, whichever
-  // comes first; `done(true)` means everything was delivered.
+  // comes first; `done(true)` means everything was delivered. Each call has its own
+  // timeout; close() completes pending flushes with false.
   void flush(std::chrono::milliseconds timeout, std::function<void(bool)> done);
   // Stops sending and drops the connection; queued events are logged as lost.
   void close();

@@ -32,7 +32,9 @@ struct ClientOptions {
 
 // All methods are thread-safe (they post to the executor); callbacks run on the
 // executor. When the connection fails or the peer closes it, every pending call fails
-// with Unavailable "ttrpc: closed" and later calls fail the same way at once.
+// with Unavailable "ttrpc: closed" and later calls fail the same way at once. Dropping
+// the last reference closes the connection too. on_close gets OK after close(),
+// Unavailable otherwise; registered after the end, it is called at once (posted).
 class TtrpcClient : public std::enable_shared_from_this<TtrpcClient> {
  public:
   static std::shared_ptr<TtrpcClient> create(boost::asio::any_io_executor executor,

@@ -26,6 +26,7 @@ struct ServerOptions {
   bool require_same_user = true;
 };
 
+// The executor's context must outlive the server. Destroying the server posts close().
 class TtrpcServer {
  public:
   TtrpcServer(boost::asio::any_io_executor executor, Router router, ServerOptions options = {});
@@ -37,6 +38,7 @@ class TtrpcServer {
   // ownership of the fd.
   Status serve_fd(int listen_fd);
   // Bind `path` (a stale socket file there is replaced), chmod 0600, listen and serve.
+  // The file is left in place when the server stops.
   Status serve_path(const std::string& path);
 
   // Graceful stop: stop accepting, let in-flight calls finish and their replies go out,

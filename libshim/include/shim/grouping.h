@@ -1,0 +1,25 @@
+// Shim grouping (protocol-facts 5.2): containers whose OCI spec names the same group
+// share one shim process and socket. CRI labels every container of a pod with its
+// sandbox id, so one shim serves the whole pod.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shim/status.h"
+
+namespace shim {
+
+// The Go runc shim's list, same from 1.6 to 2.3; order matters (first present wins).
+std::vector<std::string> default_group_annotations();
+
+// Group id for task `id` from the text of the bundle's config.json: the value of the
+// first annotation in `annotations` that is present (even if empty, as in Go), else `id`.
+// Like the Go shim (json.Decoder into a shallow struct) only the first JSON value is
+// read and only `annotations` is checked: it must be an object of strings or null.
+// Malformed JSON fails with InvalidArgument, because the Go shim fails `start` then.
+Status group_id(std::string_view config_json, std::string_view id, std::string* group,
+                const std::vector<std::string>& annotations = default_group_annotations());
+
+}  // namespace shim

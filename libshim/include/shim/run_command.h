@@ -1,0 +1,49 @@
+// Running a command to completion through the reaper: what a plug-in does for every
+// `runc ...` call. Both functions block, so call them from a WorkPool thread, never from
+// the event loop (the loop is what delivers the exit).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "shim/exit.h"
+#include "shim/reaper.h"
+#include "shim/spawner.h"
+#include "shim/status.h"
+
+namespace shim {
+
+// Spawns `request` with its exit claimed, then waits for that exit. A non-zero exit is
+// not an error here: look at exit->status.
+Status spawn_and_wait(Reaper& reaper, Spawner& spawner, const SpawnRequest& request,
+                      ProcessExit* exit);
+
+struct CaptureOptions {
+  // Written to the child's stdin, which is then closed. Empty: stdin is /dev/null.
+  std::string input;
+  // Per stream. Output beyond it is still read (so the child never blocks on a full
+  // pipe) but dropped, and the stream is marked truncated.
+  std::size_t max_output = 1024 * 1024;
+  // Then the child gets SIGKILL (through its pidfd) and the call returns DeadlineExceeded.
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+struct CaptureResult {
+  ProcessExit exit;
+  std::string out;
+  std::string err;
+  bool out_truncated = false;
+  bool err_truncated = false;
+};
+
+// Runs `request` with stdout and stderr captured (replacing any fds 0-2 it maps) and
+// waits for its exit. Reading stops once the child has exited and its pipes are drained,
+// even if a grandchild (a detached container) still holds them open. A non-zero exit is
+// not an error: look at result->exit.status; the Status reports spawn failures and
+// timeouts (result->exit is then the killed child's exit).
+Status run_and_capture(Reaper& reaper, Spawner& spawner, const SpawnRequest& request,
+                       const CaptureOptions& options, CaptureResult* result);
+
+}  // namespace shim

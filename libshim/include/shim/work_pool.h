@@ -1,0 +1,73 @@
+// WorkPool: a fixed number of threads for blocking work (running `runc ...` and waiting
+// for it), so the event loop never blocks and the thread count never grows with load.
+//
+// Threads are created with every signal blocked: signals are for the loop's signalfd, and
+// a pool thread must not take a SIGCHLD or SIGTERM meant for it. Results go back to the
+// loop by posting to its executor (post_and_reply below does that).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+
+namespace shim {
+
+class WorkPool {
+ public:
+  // `threads` is clamped to at least 1.
+  explicit WorkPool(std::size_t threads = 2);
+  ~WorkPool();  // stop()
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
+
+  // Queues `job` (FIFO). false, and `job` is dropped, once stop() has begun. Jobs report
+  // their own errors; an exception escaping a job is swallowed and counted.
+  bool post(std::function<void()> job);
+
+  // Runs the jobs already queued, then joins the threads. Idempotent. Must not be called
+  // from a pool thread.
+  void stop();
+
+  std::size_t thread_count() const { return threads_.size(); }
+  std::size_t queued() const;
+  std::size_t failed_jobs() const { return failed_jobs_.load(); }
+
+ private:
+  void run();
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::atomic<std::size_t> failed_jobs_{0};
+  std::vector<std::thread> threads_;
+};
+
+// Runs `work()` on the pool, then `reply(result)` (or `reply()` for void work) on `loop`.
+// Both callables must be copyable (std::function). false if the pool is stopping.
+template <class Work, class Reply>
+bool post_and_reply(WorkPool& pool, boost::asio::any_io_executor loop, Work work, Reply reply) {
+  return pool.post([loop, work = std::move(work), reply = std::move(reply)]() mutable {
+    if constexpr (std::is_void_v<std::invoke_result_t<Work&>>) {
+      work();
+      boost::asio::post(loop, std::move(reply));
+    } else {
+      auto result = work();
+      boost::asio::post(loop, [reply = std::move(reply), result = std::move(result)]() mutable {
+        reply(std::move(result));
+      });
+    }
+  });
+}
+
+}  // namespace shim

@@ -1,0 +1,208 @@
+#include "ttrpc/server_connection.h"
+
+#include <chrono>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/write.hpp>
+
+#include "ttrpc/wire.h"
+
+namespace shim::ttrpc {
+
+namespace asio = boost::asio;
+
+ServerConnection::ServerConnection(std::shared_ptr<ServerContext> context,
+                                   std::weak_ptr<TtrpcServer::Impl> server,
+                                   asio::local::stream_protocol::socket socket)
+    : context_(std::move(context)),
+      server_(std::move(server)),
+      socket_(std::move(socket)),
+      decoder_(context_->options.max_message_size) {}
+
+void ServerConnection::start() { read(); }
+
+void ServerConnection::close() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  context_->calls_in_flight -= calls_.size();
+  calls_.clear();  // destroys the deadline timers; late replies find nothing
+  writer_.drop_queued();
+  if (auto server = server_.lock()) server->remove(this);
+}
+
+void ServerConnection::close_when_idle() {
+  close_when_idle_ = true;
+  maybe_close_idle();
+}
+
+void ServerConnection::maybe_close_idle() {
+  if (close_when_idle_ && !closed_ && calls_.empty() && writer_.idle()) close();
+}
+
+void ServerConnection::deliver(std::uint64_t call_id, std::string frame) {
+  // Never send what the peer must refuse (ttrpc 1.2 refuses oversized sends too).
+  std::uint32_t limit = context_->options.max_message_size;
+  if (frame.size() - kHeaderSize > limit) {
+    auto header = decode_header(frame.data());
+    frame = wire::response_frame(header.stream_id,
+                                 wire::oversized_status(frame.size() - kHeaderSize, limit), {});
+  }
+  asio::dispatch(context_->executor,
+                 [self = shared_from_this(), call_id, frame = std::move(frame)]() mutable {
+                   self->finish_call(call_id, std::move(frame));
+                 });
+}
+
+void ServerConnection::read() {
+  socket_.async_read_some(asio::buffer(read_buffer_),
+                          [self = shared_from_this()](const boost::system::error_code& error,
+                                                      std::size_t size) {
+                            self->on_read(error, size);
+                          });
+}
+
+void ServerConnection::on_read(const boost::system::error_code& error, std::size_t size) {
+  if (closed_) return;
+  if (error) {
+    // EOF, reset, or a frame cut by the peer: the connection just ends.
+    close();
+    return;
+  }
+  decoder_.feed(std::string_view(read_buffer_.data(), size));
+  while (!closed_) {
+    auto frame = decoder_.next();
+    if (!frame) break;
+    handle_frame(*frame);
+  }
+  if (closed_) return;
+  maybe_close_idle();
+  if (!closed_) read();
+}
+
+void ServerConnection::handle_frame(const Frame& frame) {
+  const FrameHeader& header = frame.header;
+  // Same order of checks as the Go server: size, stream id, then type.
+  if (frame.oversized) {
+    send_status(header.stream_id,
+                wire::oversized_status(header.length, context_->options.max_message_size));
+    return;
+  }
+  if (header.stream_id % 2 != 1) {
+    send_status(header.stream_id, Status(Code::kInvalidArgument,
+                                         "StreamID must be odd for client initiated streams"));
+    return;
+  }
+  // Data (streaming) and Response frames and unknown types are ignored, as ttrpc 1.1 does.
+  if (header.type != static_cast<std::uint8_t>(FrameType::kRequest)) return;
+  handle_request(header.stream_id, frame.payload);
+}
+
+void ServerConnection::handle_request(std::uint32_t stream_id, const std::string& message) {
+  wire::RequestView request;
+  if (!wire::decode_request(message, &request)) {
+    send_status(stream_id,
+                Status(Code::kInvalidArgument,
+                       "unmarshal request error: proto: cannot parse invalid wire-format data"));
+    return;
+  }
+  Status unimplemented;
+  const Handler* handler = context_->router.find(request.service, request.method, &unimplemented);
+  if (handler == nullptr) {
+    send_status(stream_id, unimplemented);
+    return;
+  }
+
+  CallInfo call;
+  call.service = request.service;
+  call.method = request.method;
+  call.stream_id = stream_id;
+  call.metadata = std::move(request.metadata);
+  if (request.timeout_nano > 0) {
+    // A timeout beyond the clock's range (a peer can send INT64_MAX) means no deadline.
+    auto now = std::chrono::steady_clock::now();
+    std::chrono::nanoseconds timeout(request.timeout_nano);
+    if (timeout < std::chrono::steady_clock::time_point::max() - now) call.deadline = now + timeout;
+  }
+
+  std::uint64_t call_id = next_call_id_++;
+  auto state = std::make_shared<detail::CallState>(weak_from_this(), call_id, stream_id);
+  InFlight& entry = calls_[call_id];
+  entry.state = state;
+  entry.stream_id = stream_id;
+  ++context_->calls_in_flight;
+  if (call.deadline) {
+    entry.deadline.emplace(context_->executor, *call.deadline);
+    entry.deadline->async_wait([weak = weak_from_this(), call_id](const boost::system::error_code& error) {
+      if (error) return;
+      if (auto self = weak.lock()) self->on_deadline(call_id);
+    });
+  }
+
+  // The handler may answer (and so erase `entry`) before it returns; keep our own
+  // responder so an exception can still be answered.
+  Responder responder(std::move(state));
+  try {
+    (*handler)(call, request.payload, responder);
+  } catch (...) {
+    responder.fail(wire::status_from_current_exception());
+  }
+}
+
+void ServerConnection::finish_call(std::uint64_t call_id, std::string frame) {
+  if (closed_) return;
+  auto it = calls_.find(call_id);
+  if (it == calls_.end()) return;  // answered DeadlineExceeded already
+  forget_call(it);
+  send(std::move(frame));
+}
+
+void ServerConnection::on_deadline(std::uint64_t call_id) {
+  if (closed_) return;
+  auto it = calls_.find(call_id);
+  if (it == calls_.end()) return;
+  auto state = it->second.state.lock();
+  // No state: every responder is gone and the Internal reply is on its way. A failed
+  // claim: a reply was given and is on its way. Either way it wins.
+  if (!state || !state->claim()) return;
+  std::uint32_t stream_id = it->second.stream_id;
+  forget_call(it);
+  send_status(stream_id, Status(Code::kDeadlineExceeded, "context deadline exceeded"));
+}
+
+void ServerConnection::forget_call(std::unordered_map<std::uint64_t, InFlight>::iterator it) {
+  calls_.erase(it);
+  --context_->calls_in_flight;
+}
+
+void ServerConnection::send_status(std::uint32_t stream_id, const Status& status) {
+  send(wire::response_frame(stream_id, status, {}));
+}
+
+void ServerConnection::send(std::string frame) {
+  if (closed_) return;
+  if (writer_.push(std::move(frame))) write();
+}
+
+void ServerConnection::write() {
+  auto buffers = writer_.start();
+  if (buffers.empty()) return;
+  asio::async_write(socket_, buffers,
+                    [self = shared_from_this()](const boost::system::error_code& error,
+                                                std::size_t) {
+                      bool more = self->writer_.finish();
+                      if (self->closed_) return;
+                      if (error) {
+                        self->close();
+                        return;
+                      }
+                      if (more) {
+                        self->write();
+                        return;
+                      }
+                      self->maybe_close_idle();
+                    });
+}
+
+}  // namespace shim::ttrpc

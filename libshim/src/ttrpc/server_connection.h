@@ -1,0 +1,69 @@
+// One accepted ttrpc connection: reads frames continuously, runs each request at once,
+// answers through a write queue, and enforces per-call deadlines.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "shim/ttrpc/frame.h"
+#include "ttrpc/call_state.h"
+#include "ttrpc/frame_writer.h"
+#include "ttrpc/server_impl.h"
+
+namespace shim::ttrpc {
+
+class ServerConnection final : public CallSink,
+                         public std::enable_shared_from_this<ServerConnection> {
+ public:
+  ServerConnection(std::shared_ptr<ServerContext> context,
+                   std::weak_ptr<TtrpcServer::Impl> server,
+                   boost::asio::local::stream_protocol::socket socket);
+
+  void start();
+  // Closes now; pending calls are forgotten and their late replies dropped.
+  void close();
+  // Graceful: close once no call is in flight and every reply has been written.
+  void close_when_idle();
+
+  // CallSink: a reply from any thread, handed over to the executor.
+  void deliver(std::uint64_t call_id, std::string frame) override;
+
+ private:
+  struct InFlight {
+    std::weak_ptr<detail::CallState> state;
+    std::uint32_t stream_id = 0;
+    std::optional<boost::asio::steady_timer> deadline;
+  };
+
+  void read();
+  void on_read(const boost::system::error_code& error, std::size_t size);
+  void handle_frame(const Frame& frame);
+  void handle_request(std::uint32_t stream_id, const std::string& message);
+  void finish_call(std::uint64_t call_id, std::string frame);
+  void on_deadline(std::uint64_t call_id);
+  void forget_call(std::unordered_map<std::uint64_t, InFlight>::iterator it);
+  void send_status(std::uint32_t stream_id, const Status& status);
+  void send(std::string frame);
+  void write();
+  void maybe_close_idle();
+
+  std::shared_ptr<ServerContext> context_;
+  std::weak_ptr<TtrpcServer::Impl> server_;
+  boost::asio::local::stream_protocol::socket socket_;
+  FrameDecoder decoder_;
+  FrameWriter writer_;
+  std::unordered_map<std::uint64_t, InFlight> calls_;
+  std::uint64_t next_call_id_ = 1;
+  bool closed_ = false;
+  bool close_when_idle_ = false;
+  std::array<char, 32 * 1024> read_buffer_;
+};
+
+}  // namespace shim::ttrpc

@@ -1,0 +1,132 @@
+#include "shim-runc/container.h"
+
+#include <boost/json.hpp>
+
+namespace runc_shim {
+
+const char* state_name(ProcessState state) {
+  switch (state) {
+    case ProcessState::kCreated: return "created";
+    case ProcessState::kRunning: return "running";
+    case ProcessState::kPausing: return "pausing";
+    case ProcessState::kPaused: return "paused";
+    case ProcessState::kStopped: return "stopped";
+  }
+  return "unknown";
+}
+
+containerd::v1::types::Status state_status(ProcessState state) {
+  switch (state) {
+    case ProcessState::kCreated: return containerd::v1::types::CREATED;
+    case ProcessState::kRunning: return containerd::v1::types::RUNNING;
+    case ProcessState::kPausing: return containerd::v1::types::PAUSING;
+    case ProcessState::kPaused: return containerd::v1::types::PAUSED;
+    case ProcessState::kStopped: return containerd::v1::types::STOPPED;
+  }
+  return containerd::v1::types::UNKNOWN;
+}
+
+namespace {
+
+shim::Status plain(const char* message) { return shim::unknown(message); }
+
+shim::Status init_transition(ProcessState state, Operation op) {
+  using S = ProcessState;
+  switch (op) {
+    case Operation::kStart:
+      if (state == S::kCreated) return {};
+      if (state == S::kRunning || state == S::kPausing) return plain("cannot start a running process");
+      if (state == S::kPaused) return plain("cannot start a paused process");
+      return plain("cannot start a stopped process");
+    case Operation::kDelete:
+      if (state == S::kCreated || state == S::kStopped) return {};
+      if (state == S::kPaused) return plain("cannot delete a paused process");
+      return plain("cannot delete a running process");
+    case Operation::kKill:
+      return {};  // runc decides (a stopped container answers "not running")
+    case Operation::kPause:
+      if (state == S::kRunning) return {};
+      if (state == S::kCreated) return plain("cannot pause task in created state");
+      if (state == S::kPaused || state == S::kPausing) return plain("cannot pause a paused container");
+      return plain("cannot pause a stopped container");
+    case Operation::kResume:
+      if (state == S::kPaused) return {};
+      if (state == S::kCreated) return plain("cannot resume task in created state");
+      if (state == S::kRunning || state == S::kPausing) return plain("cannot resume a running process");
+      return plain("cannot resume a stopped container");
+    case Operation::kExec:
+      if (state == S::kRunning) return {};
+      if (state == S::kCreated) return plain("cannot exec in a created state");
+      if (state == S::kPaused || state == S::kPausing) return plain("cannot exec in a paused state");
+      return plain("cannot exec in a stopped state");
+    case Operation::kUpdate:
+      if (state == S::kStopped) return plain("cannot update a stopped container");
+      return {};
+  }
+  return {};
+}
+
+shim::Status exec_transition(ProcessState state, Operation op) {
+  using S = ProcessState;
+  switch (op) {
+    case Operation::kStart:
+      if (state == S::kCreated) return {};
+      if (state == S::kStopped) return plain("cannot start a stopped process");
+      return plain("cannot start a running process");
+    case Operation::kDelete:
+      if (state == S::kCreated || state == S::kStopped) return {};
+      return plain("cannot delete a running process");
+    case Operation::kKill:
+      if (state == S::kCreated) return shim::failed_precondition("process not created");
+      if (state == S::kStopped) return shim::not_found("process already finished");
+      return {};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+shim::Status check_transition(ProcessState state, Operation op, bool is_init) {
+  return is_init ? init_transition(state, op) : exec_transition(state, op);
+}
+
+Process* Container::process(const std::string& exec_id) {
+  if (exec_id.empty()) return &init;
+  auto it = execs.find(exec_id);
+  return it == execs.end() ? nullptr : it->second.get();
+}
+
+google::protobuf::Timestamp exited_at(const std::optional<shim::ProcessExit>& exit) {
+  google::protobuf::Timestamp ts;
+  if (!exit) {
+    ts.set_seconds(-62135596800);  // Go's zero time: what every containerd expects here
+    return ts;
+  }
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                exit->exited_at.time_since_epoch()).count();
+  ts.set_seconds(ns / 1'000'000'000);
+  ts.set_nanos(static_cast<int>(ns % 1'000'000'000));
+  return ts;
+}
+
+bool has_private_pid_namespace(std::string_view config_json) {
+  boost::system::error_code ec;
+  boost::json::value spec = boost::json::parse(config_json, ec);
+  if (ec || !spec.is_object()) return true;  // unknown: do not kill anything extra
+  const auto* linux_section = spec.as_object().if_contains("linux");
+  if (linux_section == nullptr || !linux_section->is_object()) return false;
+  const auto* namespaces = linux_section->as_object().if_contains("namespaces");
+  if (namespaces == nullptr || !namespaces->is_array()) return false;
+  for (const auto& ns : namespaces->as_array()) {
+    if (!ns.is_object()) continue;
+    const auto* type = ns.as_object().if_contains("type");
+    const auto* path = ns.as_object().if_contains("path");
+    bool is_pid = type != nullptr && type->is_string() && type->as_string() == "pid";
+    bool shared = path != nullptr && path->is_string() && !path->as_string().empty();
+    if (is_pid && !shared) return true;
+  }
+  return false;
+}
+
+}  // namespace runc_shim

@@ -1,0 +1,113 @@
+// ProcessIO: the stdio of one container process (init or exec), as containerd's Go runc
+// shim sets it up (protocol-facts 8.3).
+//
+// Life cycle, as the task service drives it:
+//   1. create(): parses the stdio strings (scheme from stdout), makes the OS pipes runc
+//      gets (fchown'ed to io_uid/io_gid), creates the file for file://.
+//   2. The runc caller passes runtime_stdin/stdout/stderr() as fds 0/1/2 of
+//      `runc create|exec` (-1: leave that fd /dev/null), then close_runtime_ends().
+//   3. start() once runc succeeded: opens the stdin keeper and starts the copies
+//      (stdin FIFO -> pipe, pipes -> stdout/stderr FIFO or file) on the event loop.
+//   4. close_stdin() for CloseIO; wait_drained() before Delete; close() at the end.
+//
+// Copies run on the single event loop with non-blocking fds (splice(2) pipe to FIFO;
+// read/write otherwise) and never drop bytes: a full FIFO is waited on; the copy ends at
+// EOF of the process's pipe, i.e. once every holder of its write end is gone.
+//
+// Threading: create() anywhere; runtime_*() and close_runtime_ends() from any thread (the
+// runc call runs on the work pool); everything else on the loop. The destructor closes
+// everything (on the loop: inline when already there, else posted).
+//
+// Null IO (all three strings empty): no pipes, runc gets /dev/null, nothing to copy.
+// Not done yet: binary:// loggers and terminals (Unimplemented); the pieces are meant to
+// take them (a logger gets the pipes' read ends, a console feeds the same copies).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "shim/logger.h"
+#include "shim/status.h"
+#include "stream_copier.h"
+
+namespace runc_shim {
+
+// What CreateTaskRequest / ExecProcessRequest carry.
+struct StdioSpec {
+  std::string stdin;
+  std::string stdout;
+  std::string stderr;
+  bool terminal = false;
+
+  bool is_null() const { return stdin.empty() && stdout.empty() && stderr.empty(); }
+};
+
+enum class StdioStream { kStdin = 0, kStdout = 1, kStderr = 2 };
+
+struct ProcessIOOptions {
+  CopyMethod copy_method = CopyMethod::kSplice;
+};
+
+class ProcessIO {
+ public:
+  // Errors: "unknown STDIO scheme <s>" (Unknown), Unimplemented for binary:// and
+  // terminals, pipe/chown/file errors with context.
+  static shim::Status create(boost::asio::any_io_executor executor, const StdioSpec& spec,
+                             int io_uid, int io_gid, const shim::Logger& logger,
+                             std::unique_ptr<ProcessIO>* io,
+                             const ProcessIOOptions& options = {});
+  ~ProcessIO();
+  ProcessIO(const ProcessIO&) = delete;
+  ProcessIO& operator=(const ProcessIO&) = delete;
+
+  const StdioSpec& spec() const;
+  bool is_null() const;
+
+  // The runtime's ends of the pipes (stdin: read end; stdout/stderr: write ends), -1 for
+  // a stream without a pipe or once closed. Owned by this object.
+  int runtime_stdin() const;
+  int runtime_stdout() const;
+  int runtime_stderr() const;
+  // Closes the runtime's ends: after runc returned, the process holds its own copies, and
+  // the copies see EOF only once no writer is left. Idempotent.
+  void close_runtime_ends();
+
+  // After runc create/exec succeeded: opens the stdin keeper (our write end on the stdin
+  // FIFO, so the process does not see EOF before CloseIO) and starts the copies. Output
+  // FIFOs are written once their client has a reader (see fifo_writer_opener.h). Errors
+  // name the path; on error call close().
+  shim::Status start();
+
+  // CloseIO: closes exactly the stdin keeper; the process sees EOF once the client has
+  // closed its end too. Idempotent.
+  void close_stdin();
+
+  // `callback(true)` once the stdout and stderr copies reached EOF (at once if there are
+  // none), `callback(false)` when `timeout` passed first or close() came first. Always
+  // runs later on the loop, never inside this call.
+  void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool drained)> callback);
+  bool drained() const;
+
+  // Bytes copied so far for a stream.
+  std::uint64_t copied_bytes(StdioStream stream) const;
+
+  // Stops every copy and closes every fd; pending wait_drained() callbacks get false.
+  // Idempotent. Runs inline on the loop thread; from another thread it is posted there.
+  void close();
+
+  class Impl;
+
+ private:
+  explicit ProcessIO(std::shared_ptr<Impl> impl);
+
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace runc_shim

@@ -1,0 +1,72 @@
+#include "shim-runc/runc_manager.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "shim-runc/mount.h"
+#include "shim-runc/options.h"
+#include "shim-runc/runc_client.h"
+#include "shim-runc/runc_service.h"
+#include "shim/action_environment.h"
+#include "shim/clock.h"
+#include "shim/fs.h"
+#include "shim/logger.h"
+
+namespace runc_shim {
+
+shim::DaemonOptions RuncManager::daemon_options(const shim::StartContext& context) const {
+  shim::DaemonOptions options;
+  if (!context.options) return options;
+  DecodedOptions decoded;
+  // An unreadable or foreign Any only means "no shim cgroup": start never fails on it.
+  if (decode_runc_options(*context.options, &decoded).ok()) {
+    options.cgroup = decoded.options.shim_cgroup();
+  }
+  return options;
+}
+
+// The `delete` action, as the Go shim: the bundle is <dir of cwd>/<id>; runc's binary
+// and root come from the files Create left there; runc delete --force and the rootfs
+// unmount are best effort; the answer says the init was killed (137) now.
+shim::Status RuncManager::stop(const shim::StopContext& context, shim::task::DeleteResponse* response) {
+  std::string bundle = context.bundle;
+  std::string binary;
+  if (auto s = read_runtime(bundle, &binary); !s.ok()) return s;
+  RuncOptions options;
+  bool present = false;
+  if (auto s = read_options(bundle, &options, &present); !s.ok()) return s;
+
+  shim::ActionEnvironment environment;
+  RuncClient runc(environment.reaper(), environment.spawner(),
+                  RuncConfig{binary, runc_root(options), context.namespace_, bundle, false},
+                  RuncClientOptions{.timeout = std::chrono::seconds(10)});
+  // containerd logs our stderr as "cleanup warnings".
+  shim::SystemClock clock;
+  shim::Logger logger(std::make_shared<shim::FdLogSink>(STDERR_FILENO), clock);
+  if (auto s = runc.remove(context.id, true); !s.ok()) {
+    logger.warn("failed to remove runc container", {{"error", s.message()}});
+  }
+  if (auto s = unmount_all(rootfs_path(bundle)); !s.ok()) {
+    logger.warn("failed to cleanup rootfs mount", {{"error", s.message()}});
+  }
+  std::string pid_text;
+  std::int64_t pid = -1;
+  if (shim::read_file(runc.command_line().init_pid_file(), &pid_text).ok()) {
+    pid = std::strtol(pid_text.c_str(), nullptr, 10);
+  }
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  response->set_pid(static_cast<std::uint32_t>(pid));  // -1 -> 4294967295, as Go's uint32(-1)
+  response->set_exit_status(128 + SIGKILL);
+  response->mutable_exited_at()->set_seconds(ns / 1'000'000'000);
+  response->mutable_exited_at()->set_nanos(static_cast<int>(ns % 1'000'000'000));
+  return {};
+}
+
+std::unique_ptr<shim::TaskService> RuncManager::create_task_service(shim::ServiceContext& context) {
+  return std::make_unique<RuncService>(context);
+}
+
+}  // namespace runc_shim

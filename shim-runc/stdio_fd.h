@@ -1,0 +1,55 @@
+// Small fd helpers for the stdio layer: an owning fd, pipes, non-blocking mode.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "shim/status.h"
+
+namespace runc_shim::stdio {
+
+// Owns one file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read_end;
+  Fd write_end;
+};
+
+// pipe2(O_CLOEXEC). Both ends blocking: set O_NONBLOCK on the shim's end only, since the
+// flag lives on the open file description and the runtime's end must stay blocking.
+shim::Status make_pipe(Pipe* pipe);
+
+shim::Status set_nonblocking(int fd);
+
+// Whether `path` names a FIFO. A stat error (e.g. the path does not exist) is an error
+// "stat <path>: <strerror>".
+shim::Status is_fifo(const std::string& path, bool* fifo);
+
+// "open <path>: <strerror>" for the current errno.
+shim::Status errno_status(const std::string& what);
+
+}  // namespace runc_shim::stdio

@@ -1,0 +1,331 @@
+// shim-runc under a real containerd and runc, started privately by each test. Our
+// binary is put first on containerd's PATH, so the stock runtime name
+// io.containerd.runc.v2 resolves to it: the drop-in case. Cases that compare with the Go
+// shim run the same steps against a second private containerd using Debian's Go shim.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "support/containerd_fixture.h"
+
+namespace shim::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kOurShimDir = LIBSHIM_BINARY_DIR "/shim-runc";
+const std::string kOurShim = kOurShimDir + "/containerd-shim-runc-v2";
+
+enum class Shim { kOurs, kGo };
+
+ContainerdOptions options_for(Shim shim) {
+  ContainerdOptions options;
+  if (shim == Shim::kOurs) options.path_prepend = {kOurShimDir};
+  return options;
+}
+
+struct Setup {
+  explicit Setup(Shim shim = Shim::kOurs) : fx(options_for(shim)), rootfs(fx.dir() + "/rootfs") {
+    make_busybox_rootfs(rootfs);
+  }
+
+  // ctr run <flags...> <run_flags> --rootfs <rootfs> <id> <cmd...>
+  std::vector<std::string> run(std::vector<std::string> flags, const std::string& id,
+                               std::vector<std::string> cmd) const {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    for (const auto& f : fx.run_flags()) args.push_back(f);
+    args.push_back("--rootfs");
+    args.push_back(rootfs);
+    args.push_back(id);
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return args;
+  }
+
+  // Task status as `ctr task ls` prints it ("" when not listed).
+  std::string task_status(const std::string& id) const {
+    auto ls = fx.ctr({"task", "ls"});
+    std::istringstream lines(ls.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::string name, pid, status;
+      words >> name >> pid >> status;
+      if (name == id) return status;
+    }
+    return "";
+  }
+
+  bool wait_status(const std::string& id, const std::string& status, std::chrono::milliseconds timeout) const {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (task_status(id) == status) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  PrivateContainerd fx;
+  std::string rootfs;
+};
+
+std::string read_link(const std::string& path) {
+  char buffer[4096];
+  ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer - 1);
+  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
+}
+
+// Live (non-zombie) processes running our shim binary for namespace `ns`.
+std::vector<pid_t> our_shims(const std::string& ns) {
+  std::vector<pid_t> pids;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* entry = ::readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    std::string base = fmt::format("/proc/{}", pid);
+    if (read_link(base + "/exe") != kOurShim) continue;
+    std::ifstream cmdline_file(base + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(cmdline_file)), {});
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("-namespace " + ns + " ") == std::string::npos) continue;
+    std::ifstream stat_file(base + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
+    auto close = stat.rfind(')');
+    if (close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z') continue;
+    pids.push_back(pid);
+  }
+  ::closedir(proc);
+  return pids;
+}
+
+bool wait_no_shims(const std::string& ns, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!our_shims(ns).empty()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+std::size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+}
+
+std::size_t count_fds(pid_t pid) {
+  std::size_t n = 0;
+  if (DIR* dir = ::opendir(fmt::format("/proc/{}/fd", pid).c_str())) {
+    while (::readdir(dir) != nullptr) ++n;
+    ::closedir(dir);
+  }
+  return n;
+}
+
+// The topics (in order) of the events about container `id`.
+std::vector<std::string> topics_for(const EventsSubscriber& events, const std::string& id) {
+  std::vector<std::string> topics;
+  for (const auto& line : events.lines()) {
+    if (line.find("\"container_id\":\"" + id + "\"") == std::string::npos) continue;
+    auto start = line.find(" /tasks/");
+    if (start == std::string::npos) continue;
+    auto end = line.find(' ', start + 1);
+    topics.push_back(line.substr(start + 1, end - start - 1));
+  }
+  return topics;
+}
+
+std::string repeated(std::string_view unit, std::size_t size) {
+  std::string out;
+  out.reserve(size);
+  while (out.size() < size) out.append(unit.substr(0, std::min(unit.size(), size - out.size())));
+  return out;
+}
+
+TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][multi-version]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  for (int code : {0, 1, 3}) {
+    auto r = s.fx.ctr(s.run({"--rm"}, fmt::format("exit{}", code),
+                            {"/bin/sh", "-c", fmt::format("echo out-{}; exit {}", code, code)}));
+    CHECK(r.exit_code == code);
+    CHECK(r.out == fmt::format("out-{}\n", code));
+  }
+  // 137: killed from outside with SIGKILL while `ctr run` waits for it.
+  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n", s.fx.ns()};
+  for (const auto& a : s.run({"--rm"}, "killed", {"/bin/sleep", "600"})) argv.push_back(a);
+  ChildProcess runner(argv, SpawnOptions{});
+  REQUIRE(s.wait_status("killed", "RUNNING", 20s));
+  REQUIRE(s.fx.ctr({"task", "kill", "-s", "KILL", "killed"}).ok());
+  auto status = runner.wait_for(20s);
+  REQUIRE(status.has_value());
+  CHECK(*status == 137);
+  CHECK(wait_no_shims(s.fx.ns(), 5s));
+}
+
+TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][multi-version]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  auto events = s.fx.subscribe_events();
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "d1", {"/bin/sh", "-c", "trap 'exit 0' TERM; /bin/sleep 600 & wait"})).ok());
+  auto shims = our_shims(s.fx.ns());
+  REQUIRE(shims.size() == 1);  // it really is our binary serving the task
+
+  auto exec = s.fx.ctr({"task", "exec", "--exec-id", "e1", "d1", "/bin/sh", "-c", "echo from-exec; exit 5"});
+  CHECK(exec.exit_code == 5);
+  CHECK(exec.out == "from-exec\n");
+
+  auto ps = s.fx.ctr_ok({"task", "ps", "d1"});
+  CHECK(ps.out.find("PID") != std::string::npos);
+  CHECK(std::count(ps.out.begin(), ps.out.end(), '\n') >= 2);  // header + the shell + sleep
+
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "d1"}).ok());  // SIGTERM: the trap exits 0
+  REQUIRE(s.wait_status("d1", "STOPPED", 10s));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "d1"}).ok());
+  REQUIRE(s.fx.ctr_ok({"container", "rm", "d1"}).ok());
+  CHECK(wait_no_shims(s.fx.ns(), 5s));
+  CHECK(::access(go_shim_socket_path(s.fx.grpc_address(), s.fx.ns(), "d1").c_str(), F_OK) != 0);
+
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"d1\""}, 5s));
+  CHECK(topics_for(*events, "d1") ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exec-added",
+                                 "/tasks/exec-started", "/tasks/exit", "/tasks/exit", "/tasks/delete"});
+}
+
+TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  constexpr std::size_t kSize = 64u << 20;
+  const std::string line = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
+  const std::string expected = repeated(line, kSize);
+  std::string pipeline = fmt::format("yes {} | head -c {}", line.substr(0, line.size() - 1), kSize);
+
+  auto out = s.fx.ctr(s.run({"--rm"}, "big-out", {"/bin/sh", "-c", pipeline}), 120s);
+  REQUIRE(out.exit_code == 0);
+  CHECK(out.out.size() == kSize);
+  CHECK(out.out == expected);
+
+  auto err = s.fx.ctr(s.run({"--rm"}, "big-err", {"/bin/sh", "-c", pipeline + " >&2"}), 120s);
+  REQUIRE(err.exit_code == 0);
+  CHECK(err.err.size() == kSize);
+  CHECK(err.err == expected);
+}
+
+// ctr 1.6 never sends CloseIO when its stdin ends (the Go shim then keeps the process's
+// stdin open too), so the container reads a known length instead of waiting for EOF.
+TEST_CASE("stdin round trip through the container", "[runc-e2e][multi-version]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  std::string input;
+  for (int i = 0; i < 20000; ++i) input += fmt::format("line {} of the stdin round trip\n", i);
+  CommandOptions options;
+  options.stdin_data = input;
+  options.timeout = 60s;
+  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n", s.fx.ns()};
+  for (const auto& a : s.run({"--rm"}, "stdin1", {"/bin/head", "-c", std::to_string(input.size())})) {
+    argv.push_back(a);
+  }
+  auto r = run_command(argv, options);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == input);
+}
+
+TEST_CASE("a 1-byte-then-exit process loses no output", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  for (int i = 0; i < 10; ++i) {
+    auto r = s.fx.ctr(s.run({"--rm"}, fmt::format("quick{}", i), {"/bin/echo", "-n", "x"}));
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == "x");
+  }
+}
+
+TEST_CASE("a runc failure gives the Go shim's error text", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  std::string texts[2];
+  for (Shim shim : {Shim::kOurs, Shim::kGo}) {
+    Setup s(shim);
+    auto r = s.fx.ctr(s.run({"--rm"}, "bad", {"/no/such/binary"}));
+    CHECK(r.exit_code != 0);
+    texts[shim == Shim::kOurs ? 0 : 1] = r.err;
+  }
+  INFO("ours: " << texts[0] << "\ngo:   " << texts[1]);
+  CHECK(texts[0].find("OCI runtime create failed: runc create failed:") != std::string::npos);
+  CHECK(texts[0] == texts[1]);
+}
+
+TEST_CASE("50 containers started and removed leave nothing behind", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  // Warm-up, so lazily opened containerd fds are counted in the baseline.
+  REQUIRE(s.fx.ctr(s.run({"--rm"}, "warm", {"/bin/true"})).exit_code == 0);
+  std::size_t mounts_before = count_lines("/proc/self/mountinfo");
+  std::size_t fds_before = count_fds(s.fx.pid());
+  for (int i = 0; i < 50; ++i) {
+    auto r = s.fx.ctr(s.run({"--rm"}, fmt::format("loop{}", i), {"/bin/true"}));
+    REQUIRE(r.exit_code == 0);
+  }
+  CHECK(wait_no_shims(s.fx.ns(), 5s));
+  CHECK(count_lines("/proc/self/mountinfo") == mounts_before);
+  CHECK(count_fds(s.fx.pid()) <= fds_before + 2);
+  for (int i = 0; i < 50; ++i) {
+    auto socket = go_shim_socket_path(s.fx.grpc_address(), s.fx.ns(), fmt::format("loop{}", i));
+    CHECK(::access(socket.c_str(), F_OK) != 0);
+  }
+  // No zombie children left under containerd (shims reap theirs; containerd reaps `start`).
+  auto zombies = run_command({"ps", "-o", "stat=", "--ppid", std::to_string(s.fx.pid())});
+  CHECK(zombies.out.find('Z') == std::string::npos);
+}
+
+TEST_CASE("containerd killed with -9 and restarted reconnects to running tasks",
+          "[runc-e2e][multi-version]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "r1", {"/bin/sh", "-c", "trap 'exit 3' TERM; /bin/sleep 600 & wait"})).ok());
+  REQUIRE(s.wait_status("r1", "RUNNING", 10s));
+  s.fx.kill9();
+  s.fx.restart();
+  auto events = s.fx.subscribe_events();
+  CHECK(s.task_status("r1") == "RUNNING");
+  auto exec = s.fx.ctr({"task", "exec", "--exec-id", "after", "r1", "/bin/echo", "still-here"});
+  CHECK(exec.exit_code == 0);
+  CHECK(exec.out == "still-here\n");
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "r1"}).ok());
+  REQUIRE(s.wait_status("r1", "STOPPED", 10s));
+  auto exit_line = events->wait_for_line({"/tasks/exit", "\"id\":\"r1\""}, 10s);
+  REQUIRE(exit_line);
+  CHECK(exit_line->find("\"exit_status\":3") != std::string::npos);
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "r1"}).ok());
+  CHECK(wait_no_shims(s.fx.ns(), 5s));
+}
+
+TEST_CASE("a shim killed with -9 is cleaned up through the delete action", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  auto events = s.fx.subscribe_events();
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "k1", {"/bin/sleep", "600"})).ok());
+  auto shims = our_shims(s.fx.ns());
+  REQUIRE(shims.size() == 1);
+  ::kill(shims[0], SIGKILL);
+  // containerd sees the connection drop, runs `<shim> delete` (runc delete --force) and
+  // publishes the exit and delete itself from the DeleteResponse.
+  auto exit_line = events->wait_for_line({"/tasks/exit", "\"k1\""}, 15s);
+  REQUIRE(exit_line);
+  CHECK(exit_line->find("\"exit_status\":137") != std::string::npos);
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"k1\""}, 15s));
+  CHECK(s.task_status("k1").empty());
+  // runc's state is gone too: the container can be removed and created again.
+  REQUIRE(s.fx.ctr_ok({"container", "rm", "k1"}).ok());
+  REQUIRE(s.fx.ctr(s.run({"--rm"}, "k1", {"/bin/true"})).exit_code == 0);
+}
+
+}  // namespace
+}  // namespace shim::test

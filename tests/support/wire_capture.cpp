@@ -1,0 +1,70 @@
+#include "support/wire_capture.h"
+
+#include <cctype>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace shim::test {
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::uint32_t be32(const std::string& bytes, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+}  // namespace
+
+std::string load_wire_hex(const std::string& name) {
+  const std::string path = fmt::format("{}/tests/data/wire/{}.hex", LIBSHIM_SOURCE_DIR, name);
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot open {}", path));
+  std::string bytes;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '#') continue;
+    int high = -1;
+    for (char c : line) {
+      if (std::isspace(static_cast<unsigned char>(c))) continue;
+      int digit = hex_digit(c);
+      if (digit < 0) throw std::runtime_error(fmt::format("{}: bad hex digit '{}'", path, c));
+      if (high < 0) {
+        high = digit;
+      } else {
+        bytes.push_back(static_cast<char>(high << 4 | digit));
+        high = -1;
+      }
+    }
+    if (high >= 0) throw std::runtime_error(fmt::format("{}: odd number of hex digits", path));
+  }
+  return bytes;
+}
+
+CapturedFrame load_captured_frame(const std::string& name) {
+  CapturedFrame frame;
+  frame.raw = load_wire_hex(name);
+  if (frame.raw.size() < 10) {
+    throw std::runtime_error(fmt::format("{}: {} bytes, shorter than a header", name,
+                                         frame.raw.size()));
+  }
+  frame.length = be32(frame.raw, 0);
+  frame.stream_id = be32(frame.raw, 4);
+  frame.type = static_cast<std::uint8_t>(frame.raw[8]);
+  frame.flags = static_cast<std::uint8_t>(frame.raw[9]);
+  frame.payload = frame.raw.substr(10);
+  if (frame.length != frame.payload.size()) {
+    throw std::runtime_error(fmt::format("{}: header says {} bytes, {} captured", name,
+                                         frame.length, frame.payload.size()));
+  }
+  return frame;
+}
+
+}  // namespace shim::test

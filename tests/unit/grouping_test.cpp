@@ -1,0 +1,80 @@
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "shim/grouping.h"
+
+namespace {
+
+std::string group_of(const std::string& config, const std::string& id = "t1") {
+  std::string group = "unset";
+  shim::Status status = shim::group_id(config, id, &group);
+  INFO(status.to_string());
+  REQUIRE(status.ok());
+  return group;
+}
+
+shim::Status group_error(const std::string& config) {
+  std::string group = "unset";
+  shim::Status status = shim::group_id(config, "t1", &group);
+  CHECK(status.code() == shim::Code::kInvalidArgument);
+  CHECK_THAT(status.message(), Catch::Contains("config.json"));
+  CHECK(group == "unset");
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("grouping: the task id when no group annotation is present", "[grouping]") {
+  CHECK(group_of(R"({"ociVersion":"1.0.2","process":{"args":["sh"]}})") == "t1");
+  CHECK(group_of(R"({"annotations":{"other":"x"}})") == "t1");
+  CHECK(group_of(R"({"annotations":null})") == "t1");
+  CHECK(group_of("null") == "t1");
+}
+
+TEST_CASE("grouping: the first present annotation wins", "[grouping]") {
+  CHECK(group_of(R"({"annotations":{"io.containerd.runc.v2.group":"g1"}})") == "g1");
+  CHECK(group_of(R"({"annotations":{"io.kubernetes.cri.sandbox-id":"pod1"}})") == "pod1");
+  // The runc group annotation comes first in the list, whatever the JSON order.
+  CHECK(group_of(R"({"annotations":{"io.kubernetes.cri.sandbox-id":"pod1",
+                                    "io.containerd.runc.v2.group":"g1"}})") == "g1");
+  // Present but empty still counts (Go tests presence, not emptiness).
+  CHECK(group_of(R"({"annotations":{"io.containerd.runc.v2.group":"",
+                                    "io.kubernetes.cri.sandbox-id":"pod1"}})")
+            .empty());
+}
+
+TEST_CASE("grouping: the annotation list is a parameter", "[grouping]") {
+  const std::string config =
+      R"({"annotations":{"io.example.vm-id":"vm7","io.kubernetes.cri.sandbox-id":"pod1"}})";
+  std::string group;
+  REQUIRE(shim::group_id(config, "t1", &group, {"io.example.vm-id"}).ok());
+  CHECK(group == "vm7");
+  REQUIRE(shim::group_id(config, "t1", &group, {}).ok());
+  CHECK(group == "t1");
+  CHECK(shim::default_group_annotations() ==
+        std::vector<std::string>{"io.containerd.runc.v2.group", "io.kubernetes.cri.sandbox-id"});
+}
+
+TEST_CASE("grouping: an unreadable spec is an error, as it fails the Go shim's start",
+          "[grouping]") {
+  CHECK_THAT(group_error("").message(), Catch::StartsWith("read OCI spec (config.json): "));
+  group_error("{\"annotations\":");
+  group_error("{annotations:{}}");
+  group_error("[1,2]");
+  group_error(R"({"annotations":["a"]})");
+  CHECK_THAT(group_error(R"({"annotations":{"io.containerd.runc.v2.group":7}})").message(),
+             Catch::Contains("io.containerd.runc.v2.group"));
+}
+
+TEST_CASE("grouping: Go decoder details", "[grouping]") {
+  // json.Decoder reads the first value only.
+  CHECK(group_of(R"({"annotations":{"io.containerd.runc.v2.group":"g"}} trailing)") == "g");
+  // Invalid UTF-8 becomes U+FFFD, so the socket hash matches the Go shim's.
+  CHECK(group_of("{\"annotations\":{\"io.containerd.runc.v2.group\":\"a\xff\"}}") ==
+        "a\xEF\xBF\xBD");
+  // Deeper than Boost's default depth limit of 32; Go allows 10000.
+  std::string deep = R"({"annotations":{"io.containerd.runc.v2.group":"deep"},"x":)";
+  deep += std::string(100, '[') + std::string(100, ']') + "}";
+  CHECK(group_of(deep) == "deep");
+}

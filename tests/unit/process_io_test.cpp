@@ -1,0 +1,613 @@
+// ProcessIO: the stdio of a container process, with real FIFOs and real writer children
+// (spawned with PosixSpawner on the runtime ends of the pipes, reaped here by pid).
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "shim/clock.h"
+#include "shim/logger.h"
+#include "shim/posix_spawner.h"
+#include "shim-runc/process_io.h"
+#include "shim-runc/stdio_uri.h"
+#include "support/io_thread.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using runc_shim::CopyMethod;
+using runc_shim::ProcessIO;
+using runc_shim::ProcessIOOptions;
+using runc_shim::StdioSpec;
+using runc_shim::StdioStream;
+using shim::test::IoThread;
+using shim::test::TempDir;
+
+// ---- helpers ----
+
+// What `seq 1 last` prints.
+std::string seq_text(int last) {
+  std::string text;
+  text.reserve(static_cast<std::size_t>(last) * 8);
+  char digits[16];
+  for (int i = 1; i <= last; ++i) {
+    char* end = std::to_chars(digits, digits + sizeof(digits), i).ptr;
+    *end++ = '\n';
+    text.append(digits, end);
+  }
+  return text;
+}
+
+int count_open_fds() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  REQUIRE(dir != nullptr);
+  int count = 0;
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  ::closedir(dir);
+  return count;
+}
+
+// "fd -> target" lines, to show what leaked.
+std::string fd_listing() {
+  std::string listing;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return listing;
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    char target[256] = {};
+    std::string link = std::string("/proc/self/fd/") + entry->d_name;
+    ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    listing += std::string(entry->d_name) + " -> " + (n > 0 ? target : "?") + "\n";
+  }
+  ::closedir(dir);
+  return listing;
+}
+
+std::string make_fifo(const TempDir& dir, const std::string& name) {
+  std::string path = dir.sub(name);
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  return path;
+}
+
+shim::Logger test_logger() {
+  static shim::SystemClock clock;
+  return shim::Logger(std::make_shared<shim::CallbackLogSink>([](std::string_view) {}), clock);
+}
+
+// A child writing to the runtime ends of the pipes, as runc's container process would.
+pid_t spawn_child(std::vector<std::string> argv, std::vector<std::pair<int, int>> fds,
+                  bool new_process_group = false) {
+  shim::SpawnRequest request;
+  request.path = argv.front();
+  request.argv = std::move(argv);
+  request.fds = std::move(fds);
+  request.new_process_group = new_process_group;
+  shim::PosixSpawner spawner;
+  shim::SpawnedProcess process;
+  shim::Status status = spawner.spawn(request, &process);
+  INFO(status.to_string());
+  REQUIRE(status.ok());
+  return process.pid;
+}
+
+// waitpid with a deadline; nullopt while the child still runs.
+std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid) return status;
+    if (got < 0 && errno != EINTR) return std::nullopt;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(2ms);
+  }
+}
+
+bool exited_ok(const std::optional<int>& status) {
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+}
+
+// The client's end of an output FIFO, as containerd/ctr hold it: a blocking reader on
+// its own thread, reading to EOF (or until `stop_after` bytes, then closing). With
+// `expected`, every byte is compared with expected[expected_offset + position].
+class FifoReader {
+ public:
+  static constexpr std::uint64_t kNone = UINT64_MAX;
+  struct Result {
+    std::uint64_t bytes = 0;
+    std::uint64_t first_mismatch = kNone;  // offset into `expected`
+    std::string text;                      // the first 4 KiB
+    int open_errno = 0;
+  };
+
+  explicit FifoReader(std::string path, const std::string* expected = nullptr,
+                      std::uint64_t expected_offset = 0, std::uint64_t stop_after = kNone)
+      : path_(std::move(path)),
+        expected_(expected),
+        expected_offset_(expected_offset),
+        stop_after_(stop_after) {
+    thread_ = std::thread([this] { result_.set_value(run()); });
+  }
+  ~FifoReader() {
+    // A reader still blocked in open() is released by a writer coming and going.
+    if (!done_.load()) {
+      int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+    }
+    thread_.join();
+  }
+
+  // Waits for the reader to finish; throws on timeout.
+  Result get(std::chrono::milliseconds timeout = 20s) {
+    auto future = result_.get_future();
+    if (future.wait_for(timeout) != std::future_status::ready) {
+      throw std::runtime_error("FifoReader: no EOF in time on " + path_);
+    }
+    return future.get();
+  }
+
+ private:
+  Result run() {
+    Result result;
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      result.open_errno = errno;
+      done_ = true;
+      return result;
+    }
+    std::vector<char> buffer(128 * 1024);
+    while (result.bytes < stop_after_) {
+      std::size_t want = static_cast<std::size_t>(
+          std::min<std::uint64_t>(buffer.size(), stop_after_ - result.bytes));
+      ssize_t n = ::read(fd, buffer.data(), want);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      check(result, buffer.data(), static_cast<std::size_t>(n));
+      std::size_t keep = std::min<std::size_t>(static_cast<std::size_t>(n),
+                                               4096 - std::min<std::size_t>(4096, result.text.size()));
+      result.text.append(buffer.data(), keep);
+      result.bytes += static_cast<std::uint64_t>(n);
+    }
+    ::close(fd);
+    done_ = true;
+    return result;
+  }
+
+  void check(Result& result, const char* data, std::size_t size) const {
+    if (expected_ == nullptr || result.first_mismatch != kNone) return;
+    std::uint64_t at = expected_offset_ + result.bytes;
+    if (at + size <= expected_->size() && std::memcmp(expected_->data() + at, data, size) == 0) {
+      return;
+    }
+    for (std::size_t i = 0; i < size; ++i, ++at) {
+      if (at >= expected_->size() || (*expected_)[at] != data[i]) {
+        result.first_mismatch = at;
+        return;
+      }
+    }
+  }
+
+  std::string path_;
+  const std::string* expected_;
+  std::uint64_t expected_offset_;
+  std::uint64_t stop_after_;
+  std::atomic<bool> done_{false};
+  std::promise<Result> result_;
+  std::thread thread_;
+};
+
+// Creates a ProcessIO on the loop; REQUIREs success.
+std::unique_ptr<ProcessIO> create_io(IoThread& io, const StdioSpec& spec,
+                                     CopyMethod method = CopyMethod::kSplice) {
+  std::unique_ptr<ProcessIO> pio;
+  shim::Status status = io.run([&] {
+    return ProcessIO::create(io.executor(), spec, static_cast<int>(::getuid()),
+                             static_cast<int>(::getgid()), test_logger(), &pio,
+                             ProcessIOOptions{method});
+  });
+  INFO(status.to_string());
+  REQUIRE(status.ok());
+  REQUIRE(pio != nullptr);
+  return pio;
+}
+
+shim::Status start_io(IoThread& io, ProcessIO& pio) {
+  return io.run([&] { return pio.start(); });
+}
+
+// wait_drained on the loop; the result as seen by the callback.
+bool wait_drained(IoThread& io, ProcessIO& pio, std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<bool>>();
+  auto result = promise->get_future();
+  io.run([&] { pio.wait_drained(timeout, [promise](bool drained) { promise->set_value(drained); }); });
+  REQUIRE(result.wait_for(timeout + 5s) == std::future_status::ready);
+  return result.get();
+}
+
+void destroy_io(IoThread& io, std::unique_ptr<ProcessIO>& pio) {
+  io.run([&] { pio.reset(); });
+}
+
+std::vector<std::pair<int, int>> child_fds(const ProcessIO& pio) {
+  std::vector<std::pair<int, int>> fds;
+  if (pio.runtime_stdin() >= 0) fds.emplace_back(0, pio.runtime_stdin());
+  if (pio.runtime_stdout() >= 0) fds.emplace_back(1, pio.runtime_stdout());
+  if (pio.runtime_stderr() >= 0) fds.emplace_back(2, pio.runtime_stderr());
+  return fds;
+}
+
+// The loop still answers: a posted no-op runs quickly.
+bool loop_responsive(IoThread& io) {
+  auto begin = std::chrono::steady_clock::now();
+  io.run([] {}, 2000ms);
+  return std::chrono::steady_clock::now() - begin < 500ms;
+}
+
+// ---- tests ----
+
+TEST_CASE("64 MiB through stdout and stderr arrive byte-exact from a child that exits at once",
+          "[stdio]") {
+  CopyMethod method = GENERATE(CopyMethod::kReadWrite, CopyMethod::kSplice);
+  INFO("splice: " << (method == CopyMethod::kSplice));
+  const int last = 8'600'000;  // seq 1 8600000: 67.7 MB
+  static const std::string expected = seq_text(last);
+  REQUIRE(expected.size() >= 64u * 1024 * 1024);
+
+  TempDir dir("pio-");
+  std::string out = make_fifo(dir, "out");
+  std::string err = make_fifo(dir, "err");
+  IoThread io;
+  FifoReader out_reader(out, &expected);
+  FifoReader err_reader(err, &expected);
+  auto pio = create_io(io, StdioSpec{"", out, err}, method);
+
+  // Both streams at once from one child: two copies share the loop.
+  std::string n = std::to_string(last);
+  pid_t child = spawn_child({"sh", "-c", "seq 1 " + n + " & seq 1 " + n + " >&2; wait"},
+                            child_fds(*pio));
+  pio->close_runtime_ends();
+  REQUIRE(start_io(io, *pio).ok());
+
+  auto out_result = out_reader.get(60s);
+  auto err_result = err_reader.get(60s);
+  CHECK(exited_ok(wait_child(child, 10s)));
+  CHECK(out_result.bytes == expected.size());
+  CHECK(out_result.first_mismatch == FifoReader::kNone);
+  CHECK(err_result.bytes == expected.size());
+  CHECK(err_result.first_mismatch == FifoReader::kNone);
+  CHECK(wait_drained(io, *pio, 5s));
+  CHECK(io.run([&] { return pio->copied_bytes(StdioStream::kStdout); }) == expected.size());
+  CHECK(io.run([&] { return pio->copied_bytes(StdioStream::kStderr); }) == expected.size());
+  destroy_io(io, pio);
+}
+
+TEST_CASE("10 bytes from a process that exits at once all arrive", "[stdio]") {
+  CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);
+  TempDir dir("pio-");
+  std::string out = make_fifo(dir, "out");
+  IoThread io;
+  for (int round = 0; round < 20; ++round) {
+    FifoReader reader(out);
+    auto pio = create_io(io, StdioSpec{"", out, ""}, method);
+    REQUIRE(pio->runtime_stderr() == -1);
+    REQUIRE(pio->runtime_stdin() == -1);
+    pid_t child = spawn_child({"printf", "0123456789"}, child_fds(*pio));
+    pio->close_runtime_ends();
+    REQUIRE(start_io(io, *pio).ok());
+    auto result = reader.get();
+    CHECK(exited_ok(wait_child(child, 5s)));
+    REQUIRE(result.text == "0123456789");
+    CHECK(wait_drained(io, *pio, 2s));
+    destroy_io(io, pio);
+  }
+}
+
+TEST_CASE("a client opening its reader late still gets every byte", "[stdio]") {
+  CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);
+  TempDir dir("pio-");
+  std::string out = make_fifo(dir, "out");
+  IoThread io;
+  auto pio = create_io(io, StdioSpec{"", out, ""}, method);
+  // Exactly one full pipe (64 KiB): the child finishes writing and exits while nobody
+  // reads the FIFO yet.
+  std::string expected = seq_text(12000) + std::string(65536 - 60894, '0');
+  REQUIRE(expected.size() == 65536);
+  pid_t child = spawn_child({"sh", "-c", "seq 1 12000; printf '%04642d' 0"}, child_fds(*pio));
+  pio->close_runtime_ends();
+  REQUIRE(start_io(io, *pio).ok());
+  CHECK(exited_ok(wait_child(child, 5s)));
+  std::this_thread::sleep_for(150ms);  // the shim probes for a reader meanwhile
+  CHECK_FALSE(io.run([&] { return pio->drained(); }));
+  // Nothing was pushed into the reader-less FIFO, where closing at EOF would lose it.
+  CHECK(io.run([&] { return pio->copied_bytes(StdioStream::kStdout); }) == 0);
+
+  FifoReader reader(out, &expected);
+  auto result = reader.get();
+  CHECK(result.bytes == expected.size());
+  CHECK(result.first_mismatch == FifoReader::kNone);
+  CHECK(wait_drained(io, *pio, 2s));
+  destroy_io(io, pio);
+}
+
+TEST_CASE("stdin round trip through cat; CloseIO closes only the keeper", "[stdio]") {
+  CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);
+  bool close_io_first = GENERATE(false, true);
+  INFO("CloseIO before the client closes: " << close_io_first);
+  TempDir dir("pio-");
+  std::string in = make_fifo(dir, "in");
+  std::string out = make_fifo(dir, "out");
+  std::string sent;
+  for (int i = 0; i < 2000; ++i) sent += "line " + std::to_string(i) + " through stdin\n";
+  IoThread io;
+  FifoReader reader(out, &sent);
+  auto pio = create_io(io, StdioSpec{in, out, ""}, method);
+  REQUIRE(pio->runtime_stdin() >= 0);
+  pid_t child = spawn_child({"cat"}, child_fds(*pio));
+  pio->close_runtime_ends();
+  REQUIRE(start_io(io, *pio).ok());
+
+  // The shim reads the stdin FIFO now, so a non-blocking writer open succeeds.
+  int client = ::open(in.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(client >= 0);
+  REQUIRE(::fcntl(client, F_SETFL, 0) == 0);
+  std::size_t written = 0;
+  while (written < sent.size()) {
+    ssize_t n = ::write(client, sent.data() + written, sent.size() - written);
+    REQUIRE(n > 0);
+    written += static_cast<std::size_t>(n);
+  }
+
+  if (close_io_first) {
+    io.run([&] { pio->close_stdin(); });
+    // The client still holds its writer: no EOF yet.
+    CHECK_FALSE(wait_child(child, 200ms).has_value());
+    ::close(client);
+  } else {
+    ::close(client);
+    // The keeper holds the FIFO open: cat must not see EOF before CloseIO.
+    CHECK_FALSE(wait_child(child, 200ms).has_value());
+    io.run([&] { pio->close_stdin(); });
+  }
+  CHECK(exited_ok(wait_child(child, 5s)));
+  auto result = reader.get();
+  CHECK(result.bytes == sent.size());
+  CHECK(result.first_mismatch == FifoReader::kNone);
+  CHECK(io.run([&] { return pio->copied_bytes(StdioStream::kStdin); }) == sent.size());
+  CHECK(wait_drained(io, *pio, 2s));
+  destroy_io(io, pio);
+}
+
+TEST_CASE("file:// sends stdout and stderr to one appending file", "[stdio]") {
+  TempDir dir("pio-");
+  std::string path = dir.sub("logs/nested/out.log");
+  IoThread io;
+  auto pio = create_io(io, StdioSpec{"", "file://" + path, "file://" + path});
+  // Created before runc runs, parent dirs included.
+  struct stat st{};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == (0644 & ~0022u));
+  REQUIRE(::stat(dir.sub("logs/nested").c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+
+  pid_t child = spawn_child({"sh", "-c", "seq 1 100000; seq 1 100000 >&2"}, child_fds(*pio));
+  pio->close_runtime_ends();
+  REQUIRE(start_io(io, *pio).ok());
+  CHECK(exited_ok(wait_child(child, 5s)));
+  REQUIRE(wait_drained(io, *pio, 5s));
+  destroy_io(io, pio);
+
+  std::string expected = seq_text(100000);
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(static_cast<std::size_t>(st.st_size) == 2 * expected.size());
+
+  // Appends: a second process adds to the same file.
+  auto again = create_io(io, StdioSpec{"", "file://" + path, ""});
+  pid_t second = spawn_child({"printf", "tail\n"}, child_fds(*again));
+  again->close_runtime_ends();
+  REQUIRE(start_io(io, *again).ok());
+  CHECK(exited_ok(wait_child(second, 5s)));
+  REQUIRE(wait_drained(io, *again, 5s));
+  destroy_io(io, again);
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(static_cast<std::size_t>(st.st_size) == 2 * expected.size() + 5);
+}
+
+TEST_CASE("null IO: no pipes, nothing to drain", "[stdio]") {
+  IoThread io;
+  auto pio = create_io(io, StdioSpec{});
+  CHECK(pio->is_null());
+  CHECK(pio->runtime_stdin() == -1);
+  CHECK(pio->runtime_stdout() == -1);
+  CHECK(pio->runtime_stderr() == -1);
+  CHECK(start_io(io, *pio).ok());
+  CHECK(wait_drained(io, *pio, 1s));
+  destroy_io(io, pio);
+}
+
+TEST_CASE("stdio schemes: unknown is an error, binary is not implemented yet", "[stdio]") {
+  IoThread io;
+  auto create = [&](StdioSpec spec) {
+    std::unique_ptr<ProcessIO> pio;
+    shim::Status status = io.run([&] {
+      return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio);
+    });
+    CHECK(pio == nullptr);
+    return status;
+  };
+  int before = count_open_fds();
+  shim::Status unknown = create(StdioSpec{"/x/in", "foo://bar/out", "/x/err"});
+  CHECK(unknown.code() == shim::Code::kUnknown);
+  CHECK(unknown.message() == "unknown STDIO scheme foo");
+  CHECK(create(StdioSpec{"", "binary:///usr/bin/logger?a=b", ""}).code() ==
+        shim::Code::kUnimplemented);
+  CHECK(create(StdioSpec{"", "/a/b%zz", ""}).message() ==
+        "unable to parse stdout uri: parse \"/a/b%zz\": invalid URL escape \"%zz\"");
+  CHECK(count_open_fds() == before);
+
+  runc_shim::StdioUri uri;
+  REQUIRE(runc_shim::parse_stdio_uri("FILE:///var/log/a%20b.log?x=1#frag", &uri).ok());
+  CHECK(uri.scheme == "file");
+  CHECK(uri.path == "/var/log/a b.log");
+  CHECK(uri.query == "x=1");
+  REQUIRE(runc_shim::parse_stdio_uri("/run/containerd/fifo/1/id-stdout", &uri).ok());
+  CHECK(uri.scheme == "fifo");
+  REQUIRE(runc_shim::parse_stdio_uri("binary:///bin/logger?k=v", &uri).ok());
+  CHECK(uri.scheme == "binary");
+  CHECK(uri.path == "/bin/logger");
+}
+
+TEST_CASE("missing FIFOs are errors at start", "[stdio]") {
+  TempDir dir("pio-");
+  IoThread io;
+  auto pio = create_io(io, StdioSpec{dir.sub("no-in"), "", ""});
+  shim::Status status = start_io(io, *pio);
+  CHECK_FALSE(status.ok());
+  CHECK_THAT(status.message(), Catch::Contains("failed to open stdin fifo"));
+  destroy_io(io, pio);
+
+  pio = create_io(io, StdioSpec{"", dir.sub("no-out"), ""});
+  status = start_io(io, *pio);
+  CHECK_THAT(status.message(), Catch::Contains("no-out"));
+  destroy_io(io, pio);
+}
+
+TEST_CASE("no fd leaks across 100 create/start/close cycles", "[stdio]") {
+  TempDir dir("pio-");
+  std::string in = make_fifo(dir, "in");
+  std::string out = make_fifo(dir, "out");
+  std::string err = make_fifo(dir, "err");
+  IoThread io;
+  // Two warm-up cycles first: the loop creates its own epoll, eventfd and timerfd lazily.
+  int before = 0;
+  std::string listing_before;
+  for (int cycle = 0; cycle < 2 + 100; ++cycle) {
+    if (cycle == 2) {
+      io.drain();
+      before = count_open_fds();
+      listing_before = fd_listing();
+    }
+    // Every other cycle a client holds the output FIFOs, so the writers and copies start.
+    int out_client = -1;
+    int err_client = -1;
+    if (cycle % 2 == 0) {
+      out_client = ::open(out.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      err_client = ::open(err.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      REQUIRE(out_client >= 0);
+      REQUIRE(err_client >= 0);
+    }
+    StdioSpec spec = cycle % 3 == 2 ? StdioSpec{in, "file://" + dir.sub("f.log"), ""}
+                                     : StdioSpec{in, out, err};
+    auto pio = create_io(io, spec);
+    if (cycle % 4 != 3) {
+      REQUIRE(start_io(io, *pio).ok());
+      io.drain();
+      std::this_thread::sleep_for(1ms);
+      io.drain();
+    }
+    if (cycle % 5 == 0) {
+      io.run([&] { pio->close(); });  // explicit close, then RAII again
+    }
+    destroy_io(io, pio);
+    if (out_client >= 0) ::close(out_client);
+    if (err_client >= 0) ::close(err_client);
+  }
+  io.drain();
+  INFO("before:\n" << listing_before << "after:\n" << fd_listing());
+  CHECK(count_open_fds() == before);
+}
+
+TEST_CASE("a client that vanishes mid-stream neither blocks the loop nor loses bytes",
+          "[stdio]") {
+  ::signal(SIGPIPE, SIG_IGN);  // as in the shim
+  CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);
+  const int last = 1'000'000;  // 6.9 MB
+  const std::string expected = seq_text(last);
+  TempDir dir("pio-");
+  std::string out = make_fifo(dir, "out");
+  IoThread io;
+  auto pio = create_io(io, StdioSpec{"", out, ""}, method);
+  pid_t child = spawn_child({"seq", "1", std::to_string(last)}, child_fds(*pio));
+  pio->close_runtime_ends();
+
+  std::uint64_t first_part = 1024 * 1024;
+  {
+    FifoReader first(out, &expected, 0, first_part);
+    REQUIRE(start_io(io, *pio).ok());
+    auto result = first.get();
+    REQUIRE(result.bytes == first_part);
+    REQUIRE(result.first_mismatch == FifoReader::kNone);
+  }
+  // Nobody reads now: the copy waits on the full FIFO; the loop stays free; the child
+  // blocks on its full pipe instead of losing output.
+  std::this_thread::sleep_for(100ms);
+  CHECK(loop_responsive(io));
+  CHECK_FALSE(wait_child(child, 100ms).has_value());
+  CHECK_FALSE(io.run([&] { return pio->drained(); }));
+
+  SECTION("a new reader (containerd after a restart) gets the rest, then EOF") {
+    FifoReader second(out, &expected, first_part);
+    auto rest = second.get();
+    CHECK(exited_ok(wait_child(child, 10s)));
+    // Byte-exact across the two readers: nothing dropped, nothing duplicated.
+    CHECK(rest.bytes == expected.size() - first_part);
+    CHECK(rest.first_mismatch == FifoReader::kNone);
+    CHECK(wait_drained(io, *pio, 2s));
+    CHECK(io.run([&] { return pio->copied_bytes(StdioStream::kStdout); }) == expected.size());
+    destroy_io(io, pio);
+  }
+  SECTION("nobody comes back: the drain wait times out and close frees everything") {
+    int fds_before_close = count_open_fds();
+    CHECK_FALSE(wait_drained(io, *pio, 100ms));
+    CHECK(loop_responsive(io));
+    destroy_io(io, pio);
+    CHECK(count_open_fds() < fds_before_close);
+    // The child's pipe has no reader left: it ends (SIGPIPE/EPIPE) instead of hanging.
+    auto status = wait_child(child, 5s);
+    REQUIRE(status.has_value());
+    CHECK(loop_responsive(io));
+  }
+}
+
+TEST_CASE("a background child holding stdout: drain wait times out, close detaches",
+          "[stdio]") {
+  TempDir dir("pio-");
+  std::string out = make_fifo(dir, "out");
+  IoThread io;
+  FifoReader reader(out);
+  auto pio = create_io(io, StdioSpec{"", out, ""});
+  // The shell exits at once; its background sleep keeps the pipe's write end.
+  pid_t child = spawn_child({"sh", "-c", "echo hello; sleep 30 &"}, child_fds(*pio),
+                            /*new_process_group=*/true);
+  pio->close_runtime_ends();
+  REQUIRE(start_io(io, *pio).ok());
+  CHECK(exited_ok(wait_child(child, 5s)));
+  CHECK_FALSE(wait_drained(io, *pio, 200ms));
+  destroy_io(io, pio);
+  // Closing our FIFO writer ends the client's stream although the pipe is still held.
+  auto result = reader.get(5s);
+  CHECK(result.text == "hello\n");
+  ::kill(-child, SIGKILL);
+}
+
+}  // namespace

@@ -1,0 +1,106 @@
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include "shim/work_pool.h"
+
+using namespace std::chrono_literals;
+
+TEST_CASE("WorkPool runs jobs on a fixed set of threads", "[pool]") {
+  shim::WorkPool pool(2);
+  CHECK(pool.thread_count() == 2);
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::atomic<int> ran{0};
+  std::atomic<int> concurrent{0};
+  std::atomic<int> max_concurrent{0};
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(pool.post([&] {
+      int now = ++concurrent;
+      int seen = max_concurrent.load();
+      while (now > seen && !max_concurrent.compare_exchange_weak(seen, now)) {
+      }
+      {
+        std::lock_guard lock(mu);
+        threads.insert(std::this_thread::get_id());
+      }
+      std::this_thread::sleep_for(100us);
+      --concurrent;
+      ++ran;
+    }));
+  }
+  pool.stop();  // runs what is queued, then joins
+  CHECK(ran.load() == 200);
+  CHECK(threads.size() <= 2);
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+  CHECK(max_concurrent.load() <= 2);
+  CHECK_FALSE(pool.post([] {}));
+  pool.stop();  // idempotent
+}
+
+TEST_CASE("WorkPool threads block every signal and survive throwing jobs", "[pool]") {
+  shim::WorkPool pool(1);
+  std::promise<bool> all_blocked;
+  pool.post([] { throw std::runtime_error("job failed"); });
+  pool.post([&] {
+    sigset_t mask;
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    all_blocked.set_value(sigismember(&mask, SIGCHLD) == 1 && sigismember(&mask, SIGTERM) == 1 &&
+                          sigismember(&mask, SIGPIPE) == 1);
+  });
+  auto result = all_blocked.get_future();
+  REQUIRE(result.wait_for(10s) == std::future_status::ready);
+  CHECK(result.get());
+  pool.stop();
+  CHECK(pool.failed_jobs() == 1);
+  // The creating thread's own mask is unchanged.
+  sigset_t mine;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mine);
+  CHECK(sigismember(&mine, SIGTERM) == 0);
+}
+
+TEST_CASE("post_and_reply delivers results on the loop", "[pool]") {
+  boost::asio::io_context loop;
+  auto guard = boost::asio::make_work_guard(loop);
+  shim::WorkPool pool(2);
+  std::thread::id loop_thread = std::this_thread::get_id();
+  std::thread::id work_thread;
+  std::string reply_value;
+  bool reply_on_loop = false;
+  bool void_reply = false;
+  int replies = 0;
+  REQUIRE(shim::post_and_reply(
+      pool, loop.get_executor(),
+      [&] {
+        work_thread = std::this_thread::get_id();
+        return std::string("done");
+      },
+      [&](std::string value) {
+        reply_value = std::move(value);
+        reply_on_loop = std::this_thread::get_id() == loop_thread;
+        if (++replies == 2) guard.reset();
+      }));
+  REQUIRE(shim::post_and_reply(
+      pool, loop.get_executor(), [] {},
+      [&] {
+        void_reply = true;
+        if (++replies == 2) guard.reset();
+      }));
+  loop.run_for(10s);
+  CHECK(replies == 2);
+  CHECK(reply_value == "done");
+  CHECK(reply_on_loop);
+  CHECK(void_reply);
+  CHECK(work_thread != loop_thread);
+}
