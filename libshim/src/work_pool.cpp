@@ -28,34 +28,35 @@ class SignalsBlockedForNewThreads {
 
 }  // namespace
 
-WorkPool::WorkPool(std::size_t threads) {
-  threads = std::max<std::size_t>(threads, 1);
-  SignalsBlockedForNewThreads blocked;
-  threads_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
-}
+WorkPool::WorkPool(std::size_t max_threads, std::chrono::milliseconds idle_timeout)
+    : max_threads_(std::max<std::size_t>(max_threads, 1)), idle_timeout_(idle_timeout) {}
 
 WorkPool::~WorkPool() { stop(); }
+
+// Threads are detached; stop() waits for live_ to reach 0 instead of joining.
+void WorkPool::start_thread() {
+  SignalsBlockedForNewThreads blocked;
+  std::thread([this] { run(); }).detach();
+  ++live_;
+  ++idle_;  // counts as idle until it takes a job, so one post starts one thread
+}
 
 bool WorkPool::post(std::function<void()> job) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
     jobs_.push_back(std::move(job));
+    if (idle_ < jobs_.size() && live_ < max_threads_) start_thread();
   }
   work_cv_.notify_one();
   return true;
 }
 
 void WorkPool::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
+  std::unique_lock lock(mu_);
+  stopping_ = true;
   work_cv_.notify_all();
-  for (auto& thread : threads_) {
-    if (thread.joinable()) thread.join();
-  }
+  exited_cv_.wait(lock, [&] { return live_ == 0; });
 }
 
 std::size_t WorkPool::queued() const {
@@ -63,22 +64,31 @@ std::size_t WorkPool::queued() const {
   return jobs_.size();
 }
 
+std::size_t WorkPool::thread_count() const {
+  std::lock_guard lock(mu_);
+  return live_;
+}
+
 void WorkPool::run() {
+  std::unique_lock lock(mu_);
   for (;;) {
-    std::function<void()> job;
-    {
-      std::unique_lock lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // stopping and drained
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
+    bool woke = work_cv_.wait_for(lock, idle_timeout_, [&] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty() && (stopping_ || !woke)) break;  // drained and stopping, or idle too long
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    --idle_;
+    lock.unlock();
     try {
       job();
     } catch (...) {
       ++failed_jobs_;
     }
+    lock.lock();
+    ++idle_;
   }
+  --idle_;
+  --live_;
+  exited_cv_.notify_all();  // under the lock: stop() cannot return and destroy us first
 }
 
 }  // namespace shim

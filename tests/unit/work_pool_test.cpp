@@ -17,9 +17,9 @@
 
 using namespace std::chrono_literals;
 
-TEST_CASE("WorkPool runs jobs on a fixed set of threads", "[pool]") {
+TEST_CASE("WorkPool runs jobs on a bounded set of threads", "[pool]") {
   shim::WorkPool pool(2);
-  CHECK(pool.thread_count() == 2);
+  CHECK(pool.thread_count() == 0);  // threads start on demand
   std::mutex mu;
   std::set<std::thread::id> threads;
   std::atomic<int> ran{0};
@@ -45,6 +45,7 @@ TEST_CASE("WorkPool runs jobs on a fixed set of threads", "[pool]") {
   CHECK(threads.size() <= 2);
   CHECK(threads.count(std::this_thread::get_id()) == 0);
   CHECK(max_concurrent.load() <= 2);
+  CHECK(pool.thread_count() == 0);  // stop() waited for every thread to leave
   CHECK_FALSE(pool.post([] {}));
   pool.stop();  // idempotent
 }
@@ -103,4 +104,22 @@ TEST_CASE("post_and_reply delivers results on the loop", "[pool]") {
   CHECK(reply_on_loop);
   CHECK(void_reply);
   CHECK(work_thread != loop_thread);
+}
+
+TEST_CASE("WorkPool threads leave after the idle timeout and come back on demand", "[pool]") {
+  shim::WorkPool pool(2, 50ms);
+  std::promise<void> ran;
+  pool.post([&] { ran.set_value(); });
+  ran.get_future().wait();
+  CHECK(pool.thread_count() == 1);  // one job, one thread
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (pool.thread_count() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(pool.thread_count() == 0);
+  std::promise<void> again;
+  REQUIRE(pool.post([&] { again.set_value(); }));
+  CHECK(again.get_future().wait_for(5s) == std::future_status::ready);
+  pool.stop();
+  CHECK(pool.thread_count() == 0);
 }

@@ -1,5 +1,7 @@
-// WorkPool: a fixed number of threads for blocking work (running `runc ...` and waiting
+// WorkPool: a bounded number of threads for blocking work (running `runc ...` and waiting
 // for it), so the event loop never blocks and the thread count never grows with load.
+// Threads start on demand and leave after `idle_timeout` without work, so an idle shim
+// is a single thread (the loop) and a busy one at most 1 + max_threads.
 //
 // Threads are created with every signal blocked: signals are for the loop's signalfd, and
 // a pool thread must not take a SIGCHLD or SIGTERM meant for it. Results go back to the
@@ -7,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -24,8 +27,9 @@ namespace shim {
 
 class WorkPool {
  public:
-  // `threads` is clamped to at least 1.
-  explicit WorkPool(std::size_t threads = 2);
+  // `max_threads` is clamped to at least 1.
+  explicit WorkPool(std::size_t max_threads = 2,
+                    std::chrono::milliseconds idle_timeout = std::chrono::seconds(10));
   ~WorkPool();  // stop()
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
@@ -38,19 +42,26 @@ class WorkPool {
   // from a pool thread.
   void stop();
 
-  std::size_t thread_count() const { return threads_.size(); }
+  // Threads alive now (0 when idle long enough) and the bound.
+  std::size_t thread_count() const;
+  std::size_t max_threads() const { return max_threads_; }
   std::size_t queued() const;
   std::size_t failed_jobs() const { return failed_jobs_.load(); }
 
  private:
   void run();
+  void start_thread();  // with mu_ held
 
+  const std::size_t max_threads_;
+  const std::chrono::milliseconds idle_timeout_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
+  std::condition_variable exited_cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  std::size_t live_ = 0;  // threads running run()
+  std::size_t idle_ = 0;  // of those, waiting for a job
   std::atomic<std::size_t> failed_jobs_{0};
-  std::vector<std::thread> threads_;
 };
 
 // Runs `work()` on the pool, then `reply(result)` (or `reply()` for void work) on `loop`.
