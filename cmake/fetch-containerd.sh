@@ -43,15 +43,16 @@ system_mirror() {
   # shellcheck source=/dev/null
   codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
   [[ -n $codename ]] || return 1
-  local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources)
+  local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list
+               /etc/apt/sources.list.d/*.sources)
   local f
   for f in "${files[@]}"; do
     [[ -r $f ]] || continue
     if [[ $f == *.sources ]]; then
       awk -v want="$codename" '
         function flush() {
-          if (types ~ /(^| )deb( |$)/ && suites ~ ("(^| )" want "( |$)") && enabled != "no" && uri != "")
-            { print uri; found = 1; exit }
+          if (types ~ /(^| )deb( |$)/ && suites ~ ("(^| )" want "( |$)") &&
+              enabled != "no" && uri != "") { print uri; found = 1; exit }
           types = suites = uri = enabled = ""
         }
         /^[ \t]*$/ { flush(); next }
@@ -62,7 +63,8 @@ system_mirror() {
         tolower($1) == "enabled:" { enabled = tolower($2) }
         END { if (!found) flush() }' "$f"
     else
-      sed -e 's/\[[^]]*\]//' "$f" | awk -v want="$codename" '$1 == "deb" && $3 == want { print $2; exit }'
+      sed -e 's/\[[^]]*\]//' "$f" |
+        awk -v want="$codename" '$1 == "deb" && $3 == want { print $2; exit }'
     fi
   done | head -n1 | grep .
 }
@@ -133,7 +135,8 @@ find_version() {
 # Downloads containerd=<version> and unpacks it to <cache>/containerd-<label>.
 install_version() {
   local label="$1" version="$2"
-  local dl="$apt_dir/debs/$label" stage="$cache/containerd-$label.new" root="$cache/containerd-$label"
+  local dl="$apt_dir/debs/$label" root="$cache/containerd-$label"
+  local stage="$root.new"
   rm -rf "$dl" "$stage"
   mkdir -p "$dl" "$stage"
   if ! (cd "$dl" && apt-get -c "$apt_dir/apt.conf" -q download "containerd=$version") \

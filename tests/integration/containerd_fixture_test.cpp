@@ -172,7 +172,11 @@ TEST_CASE("private containerd runs a busybox container with the Go shim and clea
     REQUIRE(exit_event);
     CHECK(exit_event->find("\"exit_status\":3") != std::string::npos);
     CHECK(exit_event->find(" " + ns + " ") != std::string::npos);
-    CHECK(events->wait_for_line({"/tasks/delete", "fx1"}, 10s));
+    // containerd publishes /containers/delete itself. /tasks/delete comes from the Go
+    // shim, and the 2.x one may exit before forwarding it (measured: 3 of 25 runs, see
+    // docs/containerd-versions.md), so only 1.x must deliver it.
+    CHECK(events->wait_for_line({"/containers/delete", "fx1"}, 10s));
+    if (!fx.version().at_least(2, 0)) CHECK(events->wait_for_line({"/tasks/delete", "fx1"}, 10s));
     CHECK(exits_only->wait_for_line({"/tasks/exit", "fx1"}, 10s));
     for (const auto& line : exits_only->lines()) {
       CHECK((line.find(" /tasks/exit ") != std::string::npos ||

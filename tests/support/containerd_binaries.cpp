@@ -57,8 +57,9 @@ ContainerdVersion parse_containerd_version(std::string_view output) {
 ContainerdBinaries resolve_containerd(const std::string& containerd_bin,
                                       const std::string& ctr_bin) {
   ContainerdBinaries bins;
-  bins.containerd =
-      containerd_bin.empty() ? env_or("LIBSHIM_CONTAINERD_BIN", kDefaultContainerd) : containerd_bin;
+  bins.containerd = containerd_bin.empty()
+                        ? env_or("LIBSHIM_CONTAINERD_BIN", kDefaultContainerd)
+                        : containerd_bin;
   if (!ctr_bin.empty()) {
     bins.ctr = ctr_bin;
     return bins;
