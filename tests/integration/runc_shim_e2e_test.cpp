@@ -329,3 +329,45 @@ TEST_CASE("a shim killed with -9 is cleaned up through the delete action", "[run
 
 }  // namespace
 }  // namespace shim::test
+
+namespace shim::test {
+namespace {
+
+// The same steps through both shims: the events containerd sees and the exec's output
+// and exit code must match the Go shim's.
+TEST_CASE("events and exec results match the Go shim", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  struct Observed {
+    std::vector<std::string> topics;
+    std::string exec_out;
+    int exec_code = -1;
+    std::string state_after_kill;
+  };
+  auto observe = [](Shim shim) {
+    Setup s(shim);
+    Observed o;
+    auto events = s.fx.subscribe_events();
+    s.fx.ctr_ok(s.run({"-d"}, "cmp", {"/bin/sh", "-c", "trap 'exit 4' TERM; /bin/sleep 600 & wait"}));
+    auto exec = s.fx.ctr({"task", "exec", "--exec-id", "x1", "cmp", "/bin/sh", "-c", "echo cmp-out; exit 9"});
+    o.exec_out = exec.out;
+    o.exec_code = exec.exit_code;
+    s.fx.ctr_ok({"task", "kill", "cmp"});
+    s.wait_status("cmp", "STOPPED", 10s);
+    o.state_after_kill = s.task_status("cmp");
+    s.fx.ctr_ok({"task", "rm", "cmp"});
+    events->wait_for_line({"/tasks/delete", "\"cmp\""}, 5s);
+    o.topics = topics_for(*events, "cmp");
+    return o;
+  };
+  Observed ours = observe(Shim::kOurs);
+  Observed go = observe(Shim::kGo);
+  CHECK(ours.topics == go.topics);
+  CHECK(ours.exec_out == go.exec_out);
+  CHECK(ours.exec_code == go.exec_code);
+  CHECK(ours.exec_code == 9);
+  CHECK(ours.state_after_kill == go.state_after_kill);
+  CHECK(ours.state_after_kill == "STOPPED");
+}
+
+}  // namespace
+}  // namespace shim::test
