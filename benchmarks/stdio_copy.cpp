@@ -27,17 +27,7 @@
 #include "shim/clock.h"
 #include "shim/logger.h"
 
-// Linked against shim_runc_core when the build provides it; otherwise the stdio sources
-// are compiled into this benchmark (they include their own headers by sibling path).
-#if __has_include("shim-runc/process_io.h")
 #include "shim-runc/process_io.h"
-#else
-#include "../shim-runc/fifo_writer_opener.cpp"
-#include "../shim-runc/process_io.cpp"
-#include "../shim-runc/stdio_fd.cpp"
-#include "../shim-runc/stdio_uri.cpp"
-#include "../shim-runc/stream_copier.cpp"
-#endif
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "containerd/task_v2.pb.h"
+#include "shim-runc/cgroup.h"
 #include "shim-runc/options.h"
 #include "shim-runc/process_io.h"
 #include "shim-runc/runc_client.h"
@@ -60,6 +61,7 @@ struct Container {
   RuncOptions options;
   RuncClient runc;     // shared by pool jobs: it holds no per-call state
   bool private_pid_namespace = true;
+  std::optional<CgroupPaths> cgroup;  // loaded from the init pid at Create, for Stats and OOM
   Process init;
   std::map<std::string, std::unique_ptr<Process>> execs;
 

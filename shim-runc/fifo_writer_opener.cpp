@@ -1,4 +1,4 @@
-#include "fifo_writer_opener.h"
+#include "shim-runc/fifo_writer_opener.h"
 
 #include <fcntl.h>
 

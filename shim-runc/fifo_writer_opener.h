@@ -29,7 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "shim/status.h"
-#include "stdio_fd.h"
+#include "shim-runc/stdio_fd.h"
 
 namespace runc_shim::stdio {
 

@@ -1,4 +1,4 @@
-#include "process_io.h"
+#include "shim-runc/process_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,10 +15,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "fifo_writer_opener.h"
+#include "shim-runc/fifo_writer_opener.h"
 #include "shim/fs.h"
-#include "stdio_fd.h"
-#include "stdio_uri.h"
+#include "shim-runc/stdio_fd.h"
+#include "shim-runc/stdio_uri.h"
 
 namespace runc_shim {
 

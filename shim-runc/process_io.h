@@ -35,7 +35,7 @@
 
 #include "shim/logger.h"
 #include "shim/status.h"
-#include "stream_copier.h"
+#include "shim-runc/stream_copier.h"
 
 namespace runc_shim {
 

@@ -50,6 +50,7 @@ struct RuncService::CreateResult {
   shim::Status status;
   std::string rootfs;  // what we mounted
   std::uint32_t pid = 0;
+  std::optional<CgroupPaths> cgroup;
 };
 
 RuncService::RuncService(shim::ServiceContext& context)
@@ -58,6 +59,7 @@ RuncService::RuncService(shim::ServiceContext& context)
               {.on_reaped = [this](const shim::ProcessRef& r, const shim::ProcessExit& e) { on_reaped(r, e); },
                .on_exit_published =
                    [this](const shim::ProcessRef& r, const shim::ProcessExit& e) { on_exit_published(r, e); }}),
+      oom_(context.executor, context.logger, [this](const std::string& id) { events_.oom(id); }),
       exits_(context.reaper.subscribe([this](const shim::ProcessExit& exit) { events_.handle_exit(exit); })) {}
 
 RuncService::~RuncService() = default;
@@ -128,6 +130,14 @@ void RuncService::create(const CallInfo&, task::CreateTaskRequest request,
     if (result.status.ok()) {
       result.status = read_pid_file(runc.command_line().init_pid_file(), &result.pid);
     }
+    if (result.status.ok()) {
+      CgroupFs fs;
+      CgroupPaths paths;
+      // No cgroup is not fatal (Go logs it): Stats then answers NotFound.
+      if (load_cgroup(fs, host_cgroup_version(fs.root), static_cast<int>(result.pid), &paths).ok()) {
+        result.cgroup = std::move(paths);
+      }
+    }
     if (!result.status.ok() && !result.rootfs.empty()) unmount_all(result.rootfs);
     return result;
   };
@@ -156,6 +166,7 @@ void RuncService::finish_create(const task::CreateTaskRequest& request, const Cr
     container->private_pid_namespace = has_private_pid_namespace(spec);
   }
   container->rootfs = result.rootfs;
+  container->cgroup = result.cgroup;
   container->init.pid = result.pid;
   container->init.io = std::move(io);
   std::string id = request.id();
@@ -213,6 +224,11 @@ void RuncService::start_init(Container& container, Reply<task::StartResponse> re
       return reply.fail(status);
     }
     c->init.state = ProcessState::kRunning;
+    if (c->cgroup) {
+      if (auto s = oom_.add(id, *c->cgroup); !s.ok()) {
+        context_.logger.warn("add cg to OOM monitor", {{"id", id}, {"error", s.message()}});
+      }
+    }
     task::StartResponse response;
     response.set_pid(c->init.pid);
     events_.start_succeeded(token, c->init.pid);  // may report an early exit right away
@@ -354,6 +370,7 @@ void RuncService::delete_init(Container& container, Reply<task::DeleteResponse> 
         if (exec->io) exec->io->close();
       }
       events_.forget({id, ""});
+      oom_.remove(id);
       containers_.erase(id);
       containerd::events::TaskDelete event;
       event.set_container_id(id);
@@ -451,6 +468,7 @@ void RuncService::on_reaped(const shim::ProcessRef& ref, const shim::ProcessExit
   process->state = ProcessState::kStopped;
   process->exit = exit;
   process->handle.mark_reaped();
+  if (ref.is_init()) oom_.check(ref.container_id);  // TaskOOM before this TaskExit
   if (!ref.is_init() || container->private_pid_namespace) return;
   // Without its own pid namespace nothing else dies with init: kill the rest, so the
   // execs' exits (which the init exit waits for) come.
@@ -507,6 +525,26 @@ void RuncService::pids(const CallInfo&, task::PidsRequest request, Reply<task::P
       }
     }
     reply(response);
+  };
+  shim::post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
+}
+
+void RuncService::stats(const CallInfo&, task::StatsRequest request, Reply<task::StatsResponse> reply) {
+  Container* container = nullptr;
+  if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  struct StatsResult {
+    shim::Status status;
+    task::StatsResponse response;
+  };
+  auto work = [cgroup = container->cgroup]() {
+    StatsResult result;
+    result.status = collect_metrics_any(CgroupFs{}, cgroup ? &*cgroup : nullptr,
+                                        result.response.mutable_stats());
+    return result;
+  };
+  auto done = [reply](StatsResult result) {
+    if (!result.status.ok()) return reply.fail(result.status);
+    reply(result.response);
   };
   shim::post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
 }

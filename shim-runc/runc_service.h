@@ -13,6 +13,7 @@
 #include <string>
 
 #include "shim-runc/container.h"
+#include "shim-runc/oom_watcher.h"
 #include "shim/lifecycle_events.h"
 #include "shim/service_context.h"
 #include "shim/subscription.h"
@@ -39,6 +40,7 @@ class RuncService final : public shim::TaskService {
   void wait(const CallInfo&, task::WaitRequest request, Reply<task::WaitResponse> reply) override;
   void kill(const CallInfo&, task::KillRequest request, Reply<Empty> reply) override;
   void pids(const CallInfo&, task::PidsRequest request, Reply<task::PidsResponse> reply) override;
+  void stats(const CallInfo&, task::StatsRequest request, Reply<task::StatsResponse> reply) override;
   void close_io(const CallInfo&, task::CloseIORequest request, Reply<Empty> reply) override;
   void pause(const CallInfo&, task::PauseRequest request, Reply<Empty> reply) override;
   void resume(const CallInfo&, task::ResumeRequest request, Reply<Empty> reply) override;
@@ -67,6 +69,7 @@ class RuncService final : public shim::TaskService {
 
   shim::ServiceContext& context_;
   shim::LifecycleEvents events_;
+  OomWatcher oom_;
   shim::Subscription exits_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
   struct PendingCreate {

@@ -1,4 +1,4 @@
-#include "stdio_fd.h"
+#include "shim-runc/stdio_fd.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

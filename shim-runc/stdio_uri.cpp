@@ -1,4 +1,4 @@
-#include "stdio_uri.h"
+#include "shim-runc/stdio_uri.h"
 
 #include <cctype>
 

@@ -1,4 +1,4 @@
-#include "stream_copier.h"
+#include "shim-runc/stream_copier.h"
 
 #include <fcntl.h>
 #include <poll.h>

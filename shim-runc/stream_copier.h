@@ -21,7 +21,7 @@
 
 #include "shim/logger.h"
 #include "shim/status.h"
-#include "stdio_fd.h"
+#include "shim-runc/stdio_fd.h"
 
 namespace runc_shim {
 

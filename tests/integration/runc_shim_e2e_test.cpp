@@ -371,3 +371,65 @@ TEST_CASE("events and exec results match the Go shim", "[runc-e2e]") {
 
 }  // namespace
 }  // namespace shim::test
+
+namespace shim::test {
+namespace {
+
+TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "met", {"/bin/sleep", "600"})).ok());
+  auto metrics = s.fx.ctr_ok({"task", "metrics", "met"});
+  CHECK(metrics.out.find("memory.usage_in_bytes") != std::string::npos);
+  CHECK(metrics.out.find("pids.current             1") != std::string::npos);
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "met"}).ok());
+  REQUIRE(s.wait_status("met", "STOPPED", 10s));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "met"}).ok());
+}
+
+TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  if (::access("/sys/fs/cgroup/memory/memory.oom_control", F_OK) != 0 &&
+      ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0) {
+    LIBSHIM_SKIP("no memory cgroup controller on this machine");
+  }
+  Setup s;
+  auto events = s.fx.subscribe_events();
+  auto r = s.fx.ctr(s.run({"--rm", "--memory-limit", "8388608"}, "oom",
+                          {"/bin/sh", "-c", "x=a; while true; do x=\"$x$x\"; done"}));
+  CHECK(r.exit_code == 137);
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"oom\""}, 10s));
+  auto topics = topics_for(*events, "oom");
+  CHECK(topics == std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom",
+                                           "/tasks/exit", "/tasks/delete"});
+}
+
+}  // namespace
+}  // namespace shim::test
+
+namespace shim::test {
+namespace {
+
+TEST_CASE("pause and resume change the task state and publish events", "[runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  Setup s;
+  auto events = s.fx.subscribe_events();
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "pz", {"/bin/sleep", "600"})).ok());
+  REQUIRE(s.fx.ctr_ok({"task", "pause", "pz"}).ok());
+  CHECK(s.task_status("pz") == "PAUSED");
+  auto again = s.fx.ctr({"task", "pause", "pz"});
+  CHECK(again.exit_code != 0);
+  CHECK(again.err.find("cannot pause a paused container") != std::string::npos);
+  REQUIRE(s.fx.ctr_ok({"task", "resume", "pz"}).ok());
+  CHECK(s.task_status("pz") == "RUNNING");
+  REQUIRE(events->wait_for_line({"/tasks/resumed", "\"pz\""}, 5s));
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "pz"}).ok());
+  REQUIRE(s.wait_status("pz", "STOPPED", 10s));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "pz"}).ok());
+  CHECK(topics_for(*events, "pz") ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/paused", "/tasks/resumed",
+                                 "/tasks/exit", "/tasks/delete"});
+}
+
+}  // namespace
+}  // namespace shim::test
