@@ -9,27 +9,12 @@
 #include "shim/fs.h"
 #include "shim/reaper.h"
 #include "shim/spawner.h"
+#include "shim/timestamp.h"
 
 namespace example {
 namespace {
 
 using shim::Status;
-
-// Containerd shows a zero Go time for "not exited"; send exactly that (protocol-facts 6.5).
-constexpr std::int64_t kGoZeroTimeSeconds = -62135596800;
-
-google::protobuf::Timestamp timestamp_of(const std::optional<shim::ProcessExit>& exit) {
-  google::protobuf::Timestamp ts;
-  if (!exit) {
-    ts.set_seconds(kGoZeroTimeSeconds);
-    return ts;
-  }
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                exit->exited_at.time_since_epoch()).count();
-  ts.set_seconds(ns / 1'000'000'000);
-  ts.set_nanos(static_cast<int>(ns % 1'000'000'000));
-  return ts;
-}
 
 std::vector<std::string> strings_of(const boost::json::value* array) {
   std::vector<std::string> out;
@@ -254,7 +239,7 @@ void ExampleService::state(const shim::CallInfo&, task::StateRequest request,
   response.set_stdout(process->stdout_path);
   response.set_stderr(process->stderr_path);
   response.set_exit_status(process->exit ? static_cast<std::uint32_t>(process->exit->status) : 0);
-  *response.mutable_exited_at() = timestamp_of(process->exit);
+  *response.mutable_exited_at() = shim::exited_at(process->exit);
   reply(response);
 }
 
@@ -277,7 +262,7 @@ void ExampleService::on_exit_published(const shim::ProcessRef& ref, const shim::
   if (!find(ref.container_id, ref.exec_id, &container, &process).ok()) return;
   task::WaitResponse response;
   response.set_exit_status(static_cast<std::uint32_t>(exit.status));
-  *response.mutable_exited_at() = timestamp_of(exit);
+  *response.mutable_exited_at() = shim::exited_at(exit);
   for (auto& waiter : process->waiters) waiter(response);
   process->waiters.clear();
 }
@@ -318,7 +303,7 @@ void ExampleService::remove(const shim::CallInfo&, task::DeleteRequest request,
   task::DeleteResponse response;
   response.set_pid(process->pid);
   response.set_exit_status(process->exit ? static_cast<std::uint32_t>(process->exit->status) : 0);
-  *response.mutable_exited_at() = timestamp_of(process->exit);
+  *response.mutable_exited_at() = shim::exited_at(process->exit);
   if (!request.exec_id().empty()) {
     events_.forget({request.id(), request.exec_id()});
     container->execs.erase(request.exec_id());

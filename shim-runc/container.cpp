@@ -97,19 +97,6 @@ Process* Container::process(const std::string& exec_id) {
   return it == execs.end() ? nullptr : it->second.get();
 }
 
-google::protobuf::Timestamp exited_at(const std::optional<shim::ProcessExit>& exit) {
-  google::protobuf::Timestamp ts;
-  if (!exit) {
-    ts.set_seconds(-62135596800);  // Go's zero time: what every containerd expects here
-    return ts;
-  }
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                exit->exited_at.time_since_epoch()).count();
-  ts.set_seconds(ns / 1'000'000'000);
-  ts.set_nanos(static_cast<int>(ns % 1'000'000'000));
-  return ts;
-}
-
 bool has_private_pid_namespace(std::string_view config_json) {
   boost::system::error_code ec;
   boost::json::value spec = boost::json::parse(config_json, ec);

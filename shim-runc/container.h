@@ -18,6 +18,7 @@
 #include "shim/exit.h"
 #include "shim/process_handle.h"
 #include "shim/status.h"
+#include "shim/timestamp.h"
 #include "shim/ttrpc/typed.h"
 
 namespace runc_shim {
@@ -69,8 +70,7 @@ struct Container {
   Process* process(const std::string& exec_id);
 };
 
-// The Go zero time (0001-01-01T00:00:00Z) for "not exited", else the exit time.
-google::protobuf::Timestamp exited_at(const std::optional<shim::ProcessExit>& exit);
+using shim::exited_at;  // the Go zero time for "not exited", else the exit time
 
 // Whether the OCI spec gives the container its own pid namespace (a "pid" namespace
 // entry without a path). If not, the shim kills the container's other processes when

@@ -13,6 +13,7 @@
 #include "shim/clock.h"
 #include "shim/fs.h"
 #include "shim/logger.h"
+#include "shim/timestamp.h"
 
 namespace runc_shim {
 
@@ -56,12 +57,9 @@ shim::Status RuncManager::stop(const shim::StopContext& context, shim::task::Del
   if (shim::read_file(runc.command_line().init_pid_file(), &pid_text).ok()) {
     pid = std::strtol(pid_text.c_str(), nullptr, 10);
   }
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
   response->set_pid(static_cast<std::uint32_t>(pid));  // -1 -> 4294967295, as Go's uint32(-1)
   response->set_exit_status(128 + SIGKILL);
-  response->mutable_exited_at()->set_seconds(ns / 1'000'000'000);
-  response->mutable_exited_at()->set_nanos(static_cast<int>(ns % 1'000'000'000));
+  *response->mutable_exited_at() = shim::to_timestamp(std::chrono::system_clock::now());
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "containerd/events_service.pb.h"
+#include "shim/timestamp.h"
 #include "shim/ttrpc/client.h"
 
 namespace shim {
@@ -18,13 +19,6 @@ namespace {
 constexpr std::string_view kEventsService = "containerd.services.events.ttrpc.v1.Events";
 constexpr std::string_view kNamespaceKey = "containerd-namespace-ttrpc";
 
-google::protobuf::Timestamp to_timestamp(std::chrono::system_clock::time_point t) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  google::protobuf::Timestamp ts;
-  ts.set_seconds(ns / 1'000'000'000);
-  ts.set_nanos(static_cast<int>(ns % 1'000'000'000));
-  return ts;
-}
 
 // Connection-level failures are retried; an error status from containerd is final.
 bool retryable(const Status& status) {

@@ -2,18 +2,9 @@
 
 #include <chrono>
 
+#include "shim/timestamp.h"
+
 namespace shim {
-namespace {
-
-google::protobuf::Timestamp timestamp_of(std::chrono::system_clock::time_point t) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  google::protobuf::Timestamp ts;
-  ts.set_seconds(ns / 1'000'000'000);
-  ts.set_nanos(static_cast<int>(ns % 1'000'000'000));
-  return ts;
-}
-
-}  // namespace
 
 LifecycleEvents::LifecycleEvents(Publisher& publisher, Hooks hooks)
     : publisher_(publisher), hooks_(std::move(hooks)) {}
@@ -165,7 +156,7 @@ void LifecycleEvents::publish_exit(const ProcessRef& ref, const ProcessExit& exi
   event.set_id(ref.is_init() ? ref.container_id : ref.exec_id);
   event.set_pid(static_cast<std::uint32_t>(exit.pid));
   event.set_exit_status(static_cast<std::uint32_t>(exit.status));
-  *event.mutable_exited_at() = timestamp_of(exit.exited_at);
+  *event.mutable_exited_at() = to_timestamp(exit.exited_at);
   publish("/tasks/exit", event);
   if (hooks_.on_exit_published) hooks_.on_exit_published(ref, exit);
 }
