@@ -140,6 +140,28 @@ shim::Status parse_kv_lines(std::string_view text, std::map<std::string, std::ui
   return {};
 }
 
+std::vector<RdmaLine> parse_rdma_lines(std::string_view text) {
+  std::vector<RdmaLine> lines;
+  for (std::string_view line : split_lines(text)) {
+    std::vector<std::string_view> parts = split_fields(line);
+    if (parts.size() != 3) continue;
+    RdmaLine& entry = lines.emplace_back(RdmaLine{.device = std::string(parts[0])});
+    for (std::string_view pair : {parts[1], parts[2]}) {
+      std::size_t equals = pair.find('=');
+      if (equals == std::string_view::npos) continue;
+      std::string_view key = pair.substr(0, equals);
+      std::string_view text_value = pair.substr(equals + 1);
+      std::uint64_t value = 0xffffffffu;
+      if (text_value != "max" &&
+          (!parse_uint_lenient(text_value, &value).ok() || value > 0xffffffffu))
+        continue;
+      if (key == "hca_handle") entry.hca_handles = static_cast<std::uint32_t>(value);
+      if (key == "hca_object") entry.hca_objects = static_cast<std::uint32_t>(value);
+    }
+  }
+  return lines;
+}
+
 std::vector<std::string> hugepage_sizes_v1(const std::string& dir) {
   static constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB"};
   std::vector<std::string> sizes;

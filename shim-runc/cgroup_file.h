@@ -42,6 +42,18 @@ shim::Status read_uint_file(const std::string& path, std::uint64_t* value);
 shim::Status parse_kv_lines(std::string_view text, std::map<std::string, std::uint64_t>* out,
                             std::size_t* bad_line);
 
+// One line of rdma.current / rdma.max: "mlx4_0 hca_handle=2 hca_object=2000".
+struct RdmaLine {
+  std::string device;
+  std::uint32_t hca_handles = 0;
+  std::uint32_t hca_objects = 0;
+};
+
+// The lines of three fields; "max" is UINT32_MAX, a bad or missing value leaves its count
+// 0. (The v1 library skips a pair with a second '=', v2 fails to parse its value: the
+// same outcome.)
+std::vector<RdmaLine> parse_rdma_lines(std::string_view text);
+
 // Huge page sizes from the names under `dir` (/sys/kernel/mm/hugepages/hugepages-2048kB,
 // ...), sorted by directory entry name; unreadable dir -> empty.
 //  v1 style (go-units CustomSize "%g%s", base 1024): "2MB", "1GB", "64KB".

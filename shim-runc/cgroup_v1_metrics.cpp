@@ -318,27 +318,13 @@ Status stat_blkio(const CgroupFs& fs, const std::string& dir, cgroups_v1::Metric
                             blkio->mutable_io_service_bytes_recursive());
 }
 
-// "mlx4_0 hca_handle=2 hca_object=2000" lines; "max" is UINT32_MAX, bad values 0.
 void add_rdma_entries(std::string_view text,
                       google::protobuf::RepeatedPtrField<cgroups_v1::RdmaEntry>* entries) {
-  for (std::string_view line : split_lines(text)) {
-    std::vector<std::string_view> parts = split_fields(line);
-    if (parts.size() != 3) continue;
+  for (const RdmaLine& line : parse_rdma_lines(text)) {
     cgroups_v1::RdmaEntry* entry = entries->Add();
-    entry->set_device(std::string(parts[0]));
-    for (std::string_view pair : {parts[1], parts[2]}) {
-      std::size_t equals = pair.find('=');
-      if (equals == std::string_view::npos || pair.find('=', equals + 1) != std::string_view::npos)
-        continue;
-      std::string_view key = pair.substr(0, equals);
-      std::string_view text_value = pair.substr(equals + 1);
-      std::uint64_t value = 0xffffffffu;
-      if (text_value != "max" &&
-          (!parse_uint_lenient(text_value, &value).ok() || value > 0xffffffffu))
-        continue;
-      if (key == "hca_handle") entry->set_hca_handles(static_cast<std::uint32_t>(value));
-      if (key == "hca_object") entry->set_hca_objects(static_cast<std::uint32_t>(value));
-    }
+    entry->set_device(line.device);
+    entry->set_hca_handles(line.hca_handles);
+    entry->set_hca_objects(line.hca_objects);
   }
 }
 

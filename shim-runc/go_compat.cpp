@@ -1,23 +1,19 @@
 #include "shim-runc/go_compat.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
+#include <boost/json/value.hpp>
 #include <fmt/format.h>
+
+#include "shim/fs.h"
 
 namespace runc_shim {
 
-std::string go_errno_text(int err) {
-  std::string text = std::strerror(err);
-  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-  return text;
-}
+std::string go_errno_text(int err) { return shim::errno_text(err, shim::ErrorStyle::kGo); }
 
 std::string go_exit_status_text(int status) { return fmt::format("exit status {}", status); }
 
@@ -150,51 +146,32 @@ std::string_view go_trim_space(std::string_view text) {
   return text;
 }
 
-namespace {
-
-shim::Status file_error(std::string_view op, const std::string& path, int err) {
-  std::string text = fmt::format("{} {}: {}", op, path, go_errno_text(err));
-  if (err == ENOENT) return shim::Status(shim::Code::kNotFound, std::move(text));
-  return shim::unknown(std::move(text));
+bool go_equal_fold(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
 }
 
-}  // namespace
+std::string_view go_json_kind(const boost::json::value& value) {
+  switch (value.kind()) {
+    case boost::json::kind::string: return "string";
+    case boost::json::kind::bool_: return "bool";
+    case boost::json::kind::array: return "array";
+    case boost::json::kind::object: return "object";
+    case boost::json::kind::null: return "null";
+    default: return "number";
+  }
+}
 
 shim::Status go_read_file(const std::string& path, std::string* content) {
-  content->clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return file_error("open", path, errno);
-  char buffer[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return file_error("read", path, err);
-    }
-    if (n == 0) break;
-    content->append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return {};
+  return shim::read_file(path, content, shim::ErrorStyle::kGo);
 }
 
 shim::Status go_write_file(const std::string& path, std::string_view content, int mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return file_error("open", path, errno);
-  while (!content.empty()) {
-    ssize_t n = ::write(fd, content.data(), content.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return file_error("write", path, err);
-    }
-    content.remove_prefix(static_cast<std::size_t>(n));
-  }
-  if (::close(fd) != 0) return file_error("close", path, errno);
-  return {};
+  return shim::write_file(path, content, mode, shim::ErrorStyle::kGo);
 }
 
 }  // namespace runc_shim

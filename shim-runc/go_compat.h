@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/json/fwd.hpp>
+
 #include "shim/status.h"
 
 namespace runc_shim {
@@ -33,9 +35,17 @@ std::string go_json_quote(std::string_view text);
 // Go's strings.TrimSpace for ASCII white space (what runc writes is ASCII-spaced).
 std::string_view go_trim_space(std::string_view text);
 
+// Go's strings.EqualFold for ASCII: how encoding/json matches an object key to a struct
+// field name.
+bool go_equal_fold(std::string_view a, std::string_view b);
+
+// The JSON kind encoding/json names in an UnmarshalTypeError ("cannot unmarshal <kind>
+// into ..."): string, bool, array, object, null or number.
+std::string_view go_json_kind(const boost::json::value& value);
+
 // Go's os.ReadFile / os.WriteFile (O_TRUNC in place, `mode` when created), with Go's
 // error texts ("open <path>: no such file or directory"; NotFound for ENOENT, else
-// Unknown).
+// Unknown): shim/fs.h's read_file / write_file in ErrorStyle::kGo.
 shim::Status go_read_file(const std::string& path, std::string* content);
 shim::Status go_write_file(const std::string& path, std::string_view content, int mode);
 

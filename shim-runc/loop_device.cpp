@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "shim-runc/go_compat.h"
+#include "shim/unique_fd.h"
 
 namespace runc_shim {
 
@@ -19,21 +20,6 @@ namespace {
 
 // Another process may take the device between LOOP_CTL_GET_FREE and the bind.
 constexpr int kAttachAttempts = 100;
-
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 loop_info64 loop_info_for(const std::string& backing_file, bool read_only) {
   loop_info64 info{};
@@ -84,10 +70,10 @@ void LoopDevice::close() {
 shim::Status LoopDevice::attach(const std::string& backing_file, bool read_only,
                                 LoopDevice* device) {
   int mode = read_only ? O_RDONLY : O_RDWR;
-  ScopedFd file(::open(backing_file.c_str(), mode | O_CLOEXEC));
+  shim::UniqueFd file(::open(backing_file.c_str(), mode | O_CLOEXEC));
   if (file.get() < 0)
     return shim::unknown(fmt::format("open {}: {}", backing_file, go_errno_text(errno)));
-  ScopedFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+  shim::UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
   if (control.get() < 0)
     return shim::unknown(fmt::format("open /dev/loop-control: {}", go_errno_text(errno)));
   loop_info64 info = loop_info_for(backing_file, read_only);
@@ -98,7 +84,7 @@ shim::Status LoopDevice::attach(const std::string& backing_file, bool read_only,
     if (number < 0)
       return shim::unknown(fmt::format("get a free loop device: {}", go_errno_text(errno)));
     std::string path = fmt::format("/dev/loop{}", number);
-    ScopedFd loop(::open(path.c_str(), mode | O_CLOEXEC));
+    shim::UniqueFd loop(::open(path.c_str(), mode | O_CLOEXEC));
     if (loop.get() < 0) {
       last_error = errno;
       if (last_error == ENOENT) continue;  // udev has not made the node yet

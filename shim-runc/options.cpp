@@ -86,25 +86,6 @@ std::string_view type_name(std::string_view type_url) {
   return slash == std::string_view::npos ? type_url : type_url.substr(slash + 1);
 }
 
-bool equal_fold(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-std::string_view json_kind(const boost::json::value& value) {
-  switch (value.kind()) {
-    case boost::json::kind::string: return "string";
-    case boost::json::kind::bool_: return "bool";
-    case boost::json::kind::array: return "array";
-    case boost::json::kind::object: return "object";
-    default: return "number";
-  }
-}
-
 // Whether `value` fits `kind` as Go's decoder sees it (uint32: an integer literal in range).
 bool fits(const boost::json::value& value, FieldKind kind) {
   switch (kind) {
@@ -181,18 +162,18 @@ shim::Status parse_options_json(std::string_view json, RuncOptions* options) {
   if (value.is_null()) return {};
   if (!value.is_object()) {
     return shim::unknown(fmt::format(
-        "json: cannot unmarshal {} into Go value of type options.Options", json_kind(value)));
+        "json: cannot unmarshal {} into Go value of type options.Options", go_json_kind(value)));
   }
   std::optional<std::string> error;
   for (const auto& member : value.get_object()) {
     for (const Field& field : fields()) {
-      if (!equal_fold(member.key(), field.name)) continue;
+      if (!go_equal_fold(member.key(), field.name)) continue;
       if (member.value().is_null()) break;
       if (fits(member.value(), field.kind)) {
         field.assign(options, member.value());
       } else if (!error) {
         error = fmt::format("json: cannot unmarshal {} into Go struct field Options.{} of type {}",
-                            json_kind(member.value()), field.name, go_type(field.kind));
+                            go_json_kind(member.value()), field.name, go_type(field.kind));
       }
       break;
     }

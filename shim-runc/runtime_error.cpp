@@ -32,26 +32,6 @@ std::string go_quote_char(char c) {
   return fmt::format("'\\x{:02x}'", byte);
 }
 
-std::string_view json_kind(const boost::json::value& value) {
-  switch (value.kind()) {
-    case boost::json::kind::string: return "string";
-    case boost::json::kind::bool_: return "bool";
-    case boost::json::kind::array: return "array";
-    case boost::json::kind::object: return "object";
-    case boost::json::kind::null: return "null";
-    default: return "number";
-  }
-}
-
-bool equal_fold(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i] >= 'A' && a[i] <= 'Z' ? static_cast<char>(a[i] - 'A' + 'a') : a[i];
-    if (x != b[i]) return false;
-  }
-  return true;
-}
-
 // The reused Go struct: fields persist from one entry to the next.
 struct LogEntry {
   std::string level;
@@ -63,7 +43,7 @@ struct LogEntry {
 std::optional<std::string> assign_entry(const boost::json::value& value, LogEntry* entry) {
   if (value.is_null()) return std::nullopt;
   if (!value.is_object()) {
-    return fmt::format("json: cannot unmarshal {} into Go value of type {}", json_kind(value),
+    return fmt::format("json: cannot unmarshal {} into Go value of type {}", go_json_kind(value),
                        kEntryType);
   }
   std::optional<std::string> error;
@@ -72,13 +52,13 @@ std::optional<std::string> assign_entry(const boost::json::value& value, LogEntr
     const boost::json::value& field = member.value();
     std::string* target = nullptr;
     std::string_view name;
-    if (equal_fold(key, "level")) {
+    if (go_equal_fold(key, "level")) {
       target = &entry->level;
       name = "Level";
-    } else if (equal_fold(key, "msg")) {
+    } else if (go_equal_fold(key, "msg")) {
       target = &entry->msg;
       name = "Msg";
-    } else if (equal_fold(key, "time")) {
+    } else if (go_equal_fold(key, "time")) {
       if (!field.is_string() && !field.is_null() && !error)
         error = "Time.UnmarshalJSON: input is not a JSON string";
       continue;
@@ -89,7 +69,7 @@ std::optional<std::string> assign_entry(const boost::json::value& value, LogEntr
       *target = std::string(field.get_string());
     } else if (!field.is_null() && !error) {
       error = fmt::format("json: cannot unmarshal {} into Go struct field .{} of type string",
-                          json_kind(field), name);
+                          go_json_kind(field), name);
     }
   }
   return error;

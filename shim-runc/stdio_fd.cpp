@@ -11,11 +11,6 @@
 
 namespace runc_shim::stdio {
 
-void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 shim::Status errno_status(const std::string& what) {
   return shim::unknown(fmt::format("{}: {}", what, std::strerror(errno)));
 }

@@ -2,37 +2,14 @@
 #pragma once
 
 #include <string>
-#include <utility>
 
 #include "shim/status.h"
+#include "shim/unique_fd.h"
 
 namespace runc_shim::stdio {
 
 // Owns one file descriptor; closes it on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+using Fd = shim::UniqueFd;
 
 struct Pipe {
   Fd read_end;

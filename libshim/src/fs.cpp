@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -12,25 +13,35 @@
 namespace shim {
 namespace {
 
-Status errno_status(std::string_view op, const std::string& path, int err) {
-  std::string text = fmt::format("{} {}: {}", op, path, std::strerror(err));
+Status errno_status(std::string_view op, const std::string& path, int err,
+                    ErrorStyle style = ErrorStyle::kC) {
+  std::string text = fmt::format("{} {}: {}", op, path, errno_text(err, style));
   if (err == ENOENT) return Status(Code::kNotFound, std::move(text));
+  if (style == ErrorStyle::kGo) return Status(Code::kUnknown, std::move(text));
   if (err == EEXIST) return Status(Code::kAlreadyExists, std::move(text));
   if (err == EACCES || err == EPERM) return Status(Code::kPermissionDenied, std::move(text));
   return Status(Code::kUnknown, std::move(text));
 }
 
-Status write_all(int fd, std::string_view content, const std::string& path) {
+Status write_all(int fd, std::string_view content, const std::string& path,
+                 ErrorStyle style = ErrorStyle::kC) {
   while (!content.empty()) {
     ssize_t n = ::write(fd, content.data(), content.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno_status("write", path, errno);
+    if (n < 0) return errno_status("write", path, errno, style);
     content.remove_prefix(static_cast<std::size_t>(n));
   }
   return {};
 }
 
 }  // namespace
+
+std::string errno_text(int err, ErrorStyle style) {
+  std::string text = std::strerror(err);
+  if (style == ErrorStyle::kGo && !text.empty())
+    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
 
 Status write_file_atomic(const std::string& path, std::string_view content, int mode) {
   std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
@@ -53,10 +64,19 @@ Status write_existing_file(const std::string& path, std::string_view content) {
   return status;
 }
 
-Status read_file(const std::string& path, std::string* content) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("open", path, errno);
+Status write_file(const std::string& path, std::string_view content, int mode,
+                  ErrorStyle style) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return errno_status("open", path, errno, style);
+  Status status = write_all(fd, content, path, style);
+  if (::close(fd) != 0 && status.ok()) status = errno_status("close", path, errno, style);
+  return status;
+}
+
+Status read_file(const std::string& path, std::string* content, ErrorStyle style) {
   content->clear();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", path, errno, style);
   char buffer[16384];
   for (;;) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -64,7 +84,7 @@ Status read_file(const std::string& path, std::string* content) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      return errno_status("read", path, err);
+      return errno_status("read", path, err, style);
     }
     if (n == 0) break;
     content->append(buffer, static_cast<std::size_t>(n));

@@ -20,6 +20,8 @@
 
 #include <fmt/format.h>
 
+#include "shim/unique_fd.h"
+
 extern char** environ;
 
 // The child shares the parent's memory until it execs: its code must not be instrumented
@@ -161,25 +163,6 @@ LIBSHIM_CHILD_CODE int child_main(void* arg) {
 
 // ---- parent side ----------------------------------------------------------------------
 
-class ScopedFd {
- public:
-  ScopedFd() = default;
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 class ChildStack {
  public:
   ChildStack() {
@@ -209,7 +192,7 @@ struct FdPlan {
   std::vector<unsigned> close_first;
   std::vector<unsigned> close_last;
   int scratch_base = 0;
-  ScopedFd dev_null;
+  UniqueFd dev_null;
 };
 
 bool is_executable_file(const std::string& path) {

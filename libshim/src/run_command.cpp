@@ -11,9 +11,12 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "shim/unique_fd.h"
 
 namespace shim {
 
@@ -23,36 +26,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kExitPollInterval{20};  // without a pidfd
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = other.fd_;
-      other.fd_ = -1;
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  bool open() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-Status make_pipe(Fd* read_end, Fd* write_end) {
+Status make_pipe(UniqueFd* read_end, UniqueFd* write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) < 0) return unknown(fmt::format("pipe: {}", std::strerror(errno)));
-  *read_end = Fd(fds[0]);
-  *write_end = Fd(fds[1]);
+  *read_end = UniqueFd(fds[0]);
+  *write_end = UniqueFd(fds[1]);
   return {};
 }
 
@@ -80,7 +58,7 @@ ssize_t write_without_sigpipe(int fd, std::string_view data) {
 }
 
 struct OutputStream {
-  Fd fd;
+  UniqueFd fd;
   std::string* sink = nullptr;
   bool* truncated = nullptr;
   std::size_t limit = 0;
@@ -88,7 +66,7 @@ struct OutputStream {
   // Reads what is available; closes the fd at EOF or on error.
   void drain() {
     std::array<char, 16384> buffer;
-    while (fd.open()) {
+    while (fd.valid()) {
       ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
@@ -105,11 +83,11 @@ struct OutputStream {
 };
 
 struct InputStream {
-  Fd fd;
+  UniqueFd fd;
   std::string_view pending;
 
   void pump() {
-    while (fd.open() && !pending.empty()) {
+    while (fd.valid() && !pending.empty()) {
       ssize_t n = write_without_sigpipe(fd.get(), pending);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
@@ -127,9 +105,9 @@ bool pump_until_exit(ClaimedProcess& process, OutputStream& out, OutputStream& e
   for (;;) {
     if (!process.handle.has_pidfd() && process.exit.ready()) return true;
     std::vector<pollfd> fds;
-    if (out.fd.open()) fds.push_back({out.fd.get(), POLLIN, 0});
-    if (err.fd.open()) fds.push_back({err.fd.get(), POLLIN, 0});
-    if (in.fd.open()) fds.push_back({in.fd.get(), POLLOUT, 0});
+    if (out.fd.valid()) fds.push_back({out.fd.get(), POLLIN, 0});
+    if (err.fd.valid()) fds.push_back({err.fd.get(), POLLIN, 0});
+    if (in.fd.valid()) fds.push_back({in.fd.get(), POLLOUT, 0});
     if (process.handle.has_pidfd()) fds.push_back({process.handle.pidfd(), POLLIN, 0});
     int timeout_ms = -1;
     if (!process.handle.has_pidfd()) timeout_ms = static_cast<int>(kExitPollInterval.count());
@@ -151,13 +129,48 @@ bool pump_until_exit(ClaimedProcess& process, OutputStream& out, OutputStream& e
   }
 }
 
-SpawnRequest with_stdio(const SpawnRequest& request, int in, int out, int err) {
-  SpawnRequest captured = request;
-  std::erase_if(captured.fds, [](const auto& map) { return map.first <= 2; });
-  if (in >= 0) captured.fds.emplace_back(0, in);
-  captured.fds.emplace_back(1, out);
-  captured.fds.emplace_back(2, err);
-  return captured;
+// The child's ends of the pipes run_and_capture reads and writes.
+struct ChildEnds {
+  UniqueFd in;
+  UniqueFd out;
+  UniqueFd err;
+};
+
+Status open_pipes(const CaptureOptions& options, InputStream* in, OutputStream* out,
+                  OutputStream* err, ChildEnds* child) {
+  if (options.out == OutputRoute::kSameAsStdout)
+    return invalid_argument("run_and_capture: stdout routed to itself");
+  if (options.out == OutputRoute::kCapture) {
+    if (Status s = make_pipe(&out->fd, &child->out); !s.ok()) return s;
+  }
+  if (options.err == OutputRoute::kCapture) {
+    if (Status s = make_pipe(&err->fd, &child->err); !s.ok()) return s;
+  }
+  if (!options.input.empty()) {
+    if (Status s = make_pipe(&child->in, &in->fd); !s.ok()) return s;
+  }
+  return {};
+}
+
+int requested_fd(const SpawnRequest& request, int child_fd) {
+  for (const auto& [child, parent] : request.fds) {
+    if (child == child_fd) return parent;
+  }
+  return -1;
+}
+
+SpawnRequest with_stdio(const SpawnRequest& request, const CaptureOptions& options,
+                        const ChildEnds& child) {
+  int in = child.in.valid() ? child.in.get() : requested_fd(request, 0);
+  int out = child.out.valid() ? child.out.get() : requested_fd(request, 1);
+  int err = child.err.valid() ? child.err.get() : requested_fd(request, 2);
+  if (options.err == OutputRoute::kSameAsStdout) err = out;
+  SpawnRequest routed = request;
+  std::erase_if(routed.fds, [](const auto& map) { return map.first <= 2; });
+  for (auto [child_fd, parent_fd] : {std::pair{0, in}, std::pair{1, out}, std::pair{2, err}}) {
+    if (parent_fd >= 0) routed.fds.emplace_back(child_fd, parent_fd);
+  }
+  return routed;
 }
 
 Status wait_exit(const ClaimedProcess& process, const std::string& path, ProcessExit* exit) {
@@ -180,24 +193,19 @@ Status spawn_and_wait(Reaper& reaper, Spawner& spawner, const SpawnRequest& requ
 Status run_and_capture(Reaper& reaper, Spawner& spawner, const SpawnRequest& request,
                        const CaptureOptions& options, CaptureResult* result) {
   *result = CaptureResult{};
-  OutputStream out{Fd(), &result->out, &result->out_truncated, options.max_output};
-  OutputStream err{Fd(), &result->err, &result->err_truncated, options.max_output};
-  InputStream in{Fd(), options.input};
-  Fd out_child, err_child, in_child;
-  if (Status s = make_pipe(&out.fd, &out_child); !s.ok()) return s;
-  if (Status s = make_pipe(&err.fd, &err_child); !s.ok()) return s;
-  if (!options.input.empty()) {
-    if (Status s = make_pipe(&in_child, &in.fd); !s.ok()) return s;
-  }
+  OutputStream out{UniqueFd(), &result->out, &result->out_truncated, options.max_output};
+  OutputStream err{UniqueFd(), &result->err, &result->err_truncated, options.max_output};
+  InputStream in{UniqueFd(), options.input};
+  ChildEnds child;
+  if (Status s = open_pipes(options, &in, &out, &err, &child); !s.ok()) return s;
 
   ClaimedProcess process;
-  SpawnRequest captured = with_stdio(request, in_child.get(), out_child.get(), err_child.get());
-  Status spawned = reaper.spawn_claimed(spawner, captured, &process);
+  Status spawned =
+      reaper.spawn_claimed(spawner, with_stdio(request, options, child), &process);
   // Our copies of the child's ends must go, or we would never see EOF.
-  out_child.reset();
-  err_child.reset();
-  in_child.reset();
+  child = ChildEnds{};
   if (!spawned.ok()) return spawned;
+  result->started = true;
 
   for (int fd : {out.fd.get(), err.fd.get(), in.fd.get()}) {
     if (fd >= 0) set_nonblocking(fd);
@@ -206,12 +214,12 @@ Status run_and_capture(Reaper& reaper, Spawner& spawner, const SpawnRequest& req
   if (options.timeout) deadline = Clock::now() + *options.timeout;
   bool exited = pump_until_exit(process, out, err, in, deadline);
   if (!exited) process.handle.signal(SIGKILL);
-  // What the child wrote before exiting is still in the pipes; anything a surviving
+  Status waited = wait_exit(process, request.path, &result->exit);
+  // What the child wrote before it died is still in the pipes; anything a surviving
   // grandchild writes later is not ours to wait for.
   out.drain();
   err.drain();
-  if (Status status = wait_exit(process, request.path, &result->exit); !status.ok())
-    return status;
+  if (!waited.ok()) return waited;
   if (!exited) {
     return Status(Code::kDeadlineExceeded,
                   fmt::format("{}: timed out after {} ms", request.path, options.timeout->count()));

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "shim/unique_fd.h"
+
 extern char** environ;
 
 namespace shim::test {
@@ -21,30 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Closes an fd on scope exit.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = shim::UniqueFd;
 
 std::runtime_error sys_error(std::string_view what) {
   return std::runtime_error(fmt::format("{}: {}", what, std::strerror(errno)));

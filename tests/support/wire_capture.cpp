@@ -67,4 +67,21 @@ CapturedFrame load_captured_frame(const std::string& name) {
   return frame;
 }
 
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(nanos);
+  return ts;
+}
+
 }  // namespace shim::test

@@ -1,8 +1,13 @@
-// Loading the captured wire fixtures of tests/data/wire (see the README there).
+// Loading the captured wire fixtures of tests/data/wire (see the README there), and the
+// small helpers the wire-compatibility tests compare them with.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include <catch2/catch.hpp>
+
+#include "google/protobuf/timestamp.pb.h"
 
 namespace shim::test {
 
@@ -23,5 +28,18 @@ struct CapturedFrame {
 // Loads <name>.hex and decodes its header independently of libshim's frame code.
 // Throws when the announced length does not match the captured payload size.
 CapturedFrame load_captured_frame(const std::string& name);
+
+// Lower-case hex of `bytes`: a CHECK on two of these shows where frames differ.
+std::string hex(const std::string& bytes);
+
+// `bytes` decoded as `Message`; the test stops (REQUIRE) when they do not parse.
+template <class Message>
+Message parse_as(const std::string& bytes) {
+  Message message;
+  REQUIRE(message.ParseFromString(bytes));
+  return message;
+}
+
+google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos);
 
 }  // namespace shim::test

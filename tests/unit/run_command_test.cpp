@@ -1,6 +1,8 @@
 // run_and_capture / spawn_and_wait, run through a real reaper in a forked child.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -91,11 +93,58 @@ TEST_CASE("run_and_capture collects output, feeds input, bounds size and time", 
       shim::Status status = shim::run_and_capture(loop.reaper, spawner, bad, {}, &result);
       report.check(status.message() == "exec /nonexistent/libshim-cmd: No such file or directory",
                    status.message());
+      report.check(!result.started, "a failed spawn is not started");
       shim::ProcessExit exit;
       shim::SpawnRequest request{.path = "/bin/sh", .argv = {"sh", "-c", "kill -TERM $$"}};
       status = shim::spawn_and_wait(loop.reaper, spawner, request, &exit);
       report.check(status.ok() && exit.status == 128 + SIGTERM,
                    fmt::format("spawn_and_wait status {}", exit.status));
+    }
+    {  // stderr routed with stdout: one interleaved capture
+      shim::SpawnRequest request{.path = "/bin/sh",
+                                 .argv = {"sh", "-c", "echo 1; echo 2 >&2; echo 3"}};
+      shim::Status status = shim::run_and_capture(
+          loop.reaper, spawner, request, {.err = shim::OutputRoute::kSameAsStdout}, &result);
+      report.check(status.ok() && result.started, "2>&1: " + status.to_string());
+      report.check(result.out == "1\n2\n3\n" && result.err.empty(), "2>&1 out: " + result.out);
+    }
+    {  // routes kept as the request maps them: stdin and stderr from/to our pipes
+      int in_fds[2];
+      int err_fds[2];
+      report.check(::pipe2(in_fds, O_CLOEXEC) == 0 && ::pipe2(err_fds, O_CLOEXEC) == 0, "pipes");
+      report.check(::write(in_fds[1], "fed\n", 4) == 4, "prefill stdin");
+      ::close(in_fds[1]);
+      shim::SpawnRequest request{.path = "/bin/sh",
+                                 .argv = {"sh", "-c", "read x; echo \"$x\" >&2; echo kept"},
+                                 .fds = {{0, in_fds[0]}, {2, err_fds[1]}}};
+      shim::Status status = shim::run_and_capture(
+          loop.reaper, spawner, request, {.err = shim::OutputRoute::kAsRequested}, &result);
+      ::close(in_fds[0]);
+      ::close(err_fds[1]);
+      char buffer[64] = {};
+      ssize_t n = ::read(err_fds[0], buffer, sizeof buffer - 1);
+      ::close(err_fds[0]);
+      report.check(status.ok() && result.out == "kept\n" && result.err.empty(),
+                   "as requested: " + status.to_string() + " out " + result.out);
+      report.check(n == 4 && std::string(buffer) == "fed\n", "stderr into the request's fd");
+    }
+    {  // nothing mapped and nothing captured: /dev/null both ways
+      shim::SpawnRequest request{.path = "/bin/sh",
+                                 .argv = {"sh", "-c", "cat; echo lost; echo lost >&2"}};
+      shim::Status status = shim::run_and_capture(
+          loop.reaper, spawner, request,
+          {.out = shim::OutputRoute::kAsRequested, .err = shim::OutputRoute::kSameAsStdout},
+          &result);
+      report.check(status.ok() && result.exit.status == 0 && result.out.empty() &&
+                       result.err.empty(),
+                   "dev null: " + status.to_string());
+    }
+    {  // stdout cannot follow itself
+      shim::SpawnRequest request{.path = "/bin/true"};
+      shim::Status status = shim::run_and_capture(
+          loop.reaper, spawner, request, {.out = shim::OutputRoute::kSameAsStdout}, &result);
+      report.check(status.code() == shim::Code::kInvalidArgument && !result.started,
+                   "bad route: " + status.to_string());
     }
     report.check(fanned.size() == 1, fmt::format("{} exits fanned out, expected 1", fanned.size()));
   });

@@ -96,8 +96,21 @@ std::map<int, std::string> parse_fd_listing(const std::string& listing) {
   return fds;
 }
 
-std::string proc_stat_fields_after_comm(const std::string& stat) {
-  return stat.substr(stat.rfind(')') + 2);
+// The ids in a /proc/<pid>/stat line (the fields after "(comm) state").
+struct ProcIds {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  pid_t session = 0;
+};
+
+ProcIds proc_ids(const std::string& stat) {
+  ProcIds ids;
+  ids.pid = std::stoi(stat);
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string state;
+  fields >> state >> ids.ppid >> ids.pgrp >> ids.session;
+  return ids;
 }
 
 }  // namespace
@@ -232,34 +245,19 @@ TEST_CASE("spawner sets process group and session", "[spawner]") {
 
   SECTION("new process group") {
     request.new_process_group = true;
-    Output output = run(request);
-    pid_t pid = std::stoi(output.out);
-    std::istringstream fields(proc_stat_fields_after_comm(output.out));
-    std::string state;
-    pid_t ppid = 0, pgrp = 0, session = 0;
-    fields >> state >> ppid >> pgrp >> session;
-    CHECK(ppid == ::getpid());
-    CHECK(pgrp == pid);
-    CHECK(session == ::getsid(0));
+    ProcIds ids = proc_ids(run(request).out);
+    CHECK(ids.ppid == ::getpid());
+    CHECK(ids.pgrp == ids.pid);
+    CHECK(ids.session == ::getsid(0));
   }
   SECTION("new session") {
     request.setsid = true;
-    Output output = run(request);
-    pid_t pid = std::stoi(output.out);
-    std::istringstream fields(proc_stat_fields_after_comm(output.out));
-    std::string state;
-    pid_t ppid = 0, pgrp = 0, session = 0;
-    fields >> state >> ppid >> pgrp >> session;
-    CHECK(pgrp == pid);
-    CHECK(session == pid);
+    ProcIds ids = proc_ids(run(request).out);
+    CHECK(ids.pgrp == ids.pid);
+    CHECK(ids.session == ids.pid);
   }
   SECTION("default: the shim's group") {
-    Output output = run(request);
-    std::istringstream fields(proc_stat_fields_after_comm(output.out));
-    std::string state;
-    pid_t ppid = 0, pgrp = 0;
-    fields >> state >> ppid >> pgrp;
-    CHECK(pgrp == ::getpgrp());
+    CHECK(proc_ids(run(request).out).pgrp == ::getpgrp());
   }
 }
 

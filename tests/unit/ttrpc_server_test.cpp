@@ -17,15 +17,7 @@
 namespace shim::ttrpc {
 namespace {
 
-using namespace std::chrono_literals;
-using test::CallResult;
-using test::eventually;
-using test::read_frame;
-using test::request_frame_bytes;
-using test::SyncClient;
-using test::TtrpcServerHarness;
-using test::UnixStream;
-using namespace test_service;
+using namespace test_service;  // with the harness names
 
 TEST_CASE("unary round trip with payload and metadata", "[ttrpc]") {
   Fixture f;

@@ -16,9 +16,13 @@
 
 namespace shim::ttrpc::test_service {
 
+// The harness names the server tests use (they pull them in with this namespace).
 using namespace std::chrono_literals;
 using test::CallResult;
+using test::eventually;
 using test::read_frame;
+using test::request_frame_bytes;
+using test::SyncClient;
 using test::TtrpcServerHarness;
 using test::UnixStream;
 

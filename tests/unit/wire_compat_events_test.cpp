@@ -19,38 +19,13 @@ namespace {
 
 namespace events = containerd::events;
 namespace events_service = containerd::services::events::ttrpc::v1;
-using shim::test::CapturedFrame;
-using shim::test::load_captured_frame;
+using namespace shim::test;  // the wire_capture helpers
 using shim::ttrpc::FrameType;
 
 const std::string kTmp = "/tmp/lcap.dMyRHp";
 const std::string kEventsService = "containerd.services.events.ttrpc.v1.Events";
 constexpr std::uint32_t kInitPid = 7703;
 constexpr std::uint32_t kExecPid = 7753;
-
-std::string hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
-template <class Message>
-Message parse_as(const std::string& bytes) {
-  Message message;
-  REQUIRE(message.ParseFromString(bytes));
-  return message;
-}
-
-google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
-  google::protobuf::Timestamp ts;
-  ts.set_seconds(seconds);
-  ts.set_nanos(nanos);
-  return ts;
-}
 
 struct ForwardCase {
   const char* file;

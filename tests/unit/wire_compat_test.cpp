@@ -20,8 +20,7 @@ namespace {
 
 namespace task = containerd::task::v2;
 namespace types = containerd::v1::types;
-using shim::test::CapturedFrame;
-using shim::test::load_captured_frame;
+using namespace shim::test;  // the wire_capture helpers
 using shim::ttrpc::FrameType;
 
 // Values of the committed capture (see tests/data/wire/README.md).
@@ -34,30 +33,6 @@ const std::string kBundle = kTmp + "/state/io.containerd.runtime.v2.task/wire/t1
 const std::string kInitFifo = kTmp + "/fifo/2146089585/t1-";
 const std::string kExecFifo = kTmp + "/fifo/3742492948/e1-";
 const std::string kTaskService = "containerd.task.v2.Task";
-
-std::string hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
-template <class Message>
-Message parse_as(const std::string& bytes) {
-  Message message;
-  REQUIRE(message.ParseFromString(bytes));
-  return message;
-}
-
-google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
-  google::protobuf::Timestamp ts;
-  ts.set_seconds(seconds);
-  ts.set_nanos(nanos);
-  return ts;
-}
 
 ::ttrpc::Request captured_request(const CapturedFrame& frame, std::uint32_t stream_id,
                                   const std::string& method) {

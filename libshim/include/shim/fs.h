@@ -8,6 +8,15 @@
 
 namespace shim {
 
+// How file errors are worded. kC: strerror(3)'s text ("open <path>: No such file or
+// directory"), coded NotFound, AlreadyExists, PermissionDenied or Unknown. kGo: as Go's
+// *os.PathError prints it ("open <path>: no such file or directory"), NotFound for ENOENT
+// and Unknown otherwise, for shims whose errors must match a Go shim's byte for byte.
+enum class ErrorStyle { kC, kGo };
+
+// errno's text in `style` ("No such file or directory" / "no such file or directory").
+std::string errno_text(int err, ErrorStyle style);
+
 // Writes `content` to `path` through a temp file + rename, so readers (containerd reading
 // `address` after a restart) never see a partial file.
 Status write_file_atomic(const std::string& path, std::string_view content, int mode = 0644);
@@ -15,8 +24,15 @@ Status write_file_atomic(const std::string& path, std::string_view content, int 
 // Writes `content` into an existing file in place (procfs, cgroupfs: no temp file).
 Status write_existing_file(const std::string& path, std::string_view content);
 
-// Reads a whole file; NotFound "open <path>: no such file or directory" style errors.
-Status read_file(const std::string& path, std::string* content);
+// Writes `content` into `path` in place, creating it with `mode` or truncating it (Go's
+// os.WriteFile); a failed close is an error too.
+Status write_file(const std::string& path, std::string_view content, int mode,
+                  ErrorStyle style = ErrorStyle::kC);
+
+// Reads a whole file into `content` (emptied first); NotFound "open <path>: ..." when the
+// file does not exist.
+Status read_file(const std::string& path, std::string* content,
+                 ErrorStyle style = ErrorStyle::kC);
 
 // Makes `path` and its parents (mode for the new ones); an existing dir is fine.
 Status make_dirs(const std::string& path, int mode);
