@@ -168,6 +168,9 @@ void OomWatcher::check(const std::string& id) {
   }
   // A pending eventfd wake-up is handled now, so it cannot report the same kill later.
   bool woke = !watch->closed && drain(watch->descriptor.native_handle());
+  // The kernel signals the eventfd when the OOM starts, before any kill: no wake-up means
+  // no unreported kill, so the exit path skips reading memory.oom_control (~30 µs).
+  if (!woke) return;
   on_v1_wakeup(watch, woke);
 }
 

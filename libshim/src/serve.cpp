@@ -1,6 +1,7 @@
 // The long-lived shim server: one Asio loop for sockets, signals and timers; a small
 // pool for blocking runtime calls; the plug-in's TaskService served as task v2 and v3.
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,6 +118,9 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (flags.namespace_.empty()) {
     return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   }
+  // One malloc arena: glibc would give the pool's thread an arena of its own (a 64 MiB
+  // reservation, ~8 KiB more private memory per shim) for a few small allocations.
+  ::mallopt(M_ARENA_MAX, 1);
   // Before any thread exists: every thread inherits this mask, so these signals reach
   // only the loop's signalfd.
   SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
