@@ -147,6 +147,7 @@ def main():
     results["micro"] = startup.micro_benchmarks(args.build_dir)
     machine["load_end"] = report.load_average()
     machine["shim_versions"] = {s.name: report.shim_version(s.binary) for s in sides}
+    machine["shim_linkage"] = report.linkage(ours)
     results.update(machine=machine, profile=profile, seconds=time.monotonic() - started)
 
     out = args.out or os.path.join(REPO, "benchmarks", "results",

@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import re
+import struct
 import subprocess
 
 from . import chart
@@ -281,6 +282,23 @@ def load_average():
         return " ".join(f.read().split()[:3])
 
 
+def linkage(binary):
+    """"static, non-PIE" / "dynamic, PIE" ... from the ELF header: e_type (ET_EXEC 2,
+    ET_DYN 3) and whether a program header asks for an interpreter (PT_INTERP 3)."""
+    with open(binary, "rb") as f:
+        ident = f.read(64)
+        if ident[:4] != b"\x7fELF" or ident[4] != 2:  # 64-bit ELF only
+            return "?"
+        e_type, = struct.unpack_from("<H", ident, 16)
+        phoff, = struct.unpack_from("<Q", ident, 32)
+        phentsize, phnum = struct.unpack_from("<HH", ident, 54)
+        f.seek(phoff)
+        headers = f.read(phentsize * phnum)
+    interp = any(struct.unpack_from("<I", headers, i * phentsize)[0] == 3 for i in range(phnum))
+    pie = "PIE" if e_type == 3 else "non-PIE"
+    return f"{'dynamic' if interp else 'static'}, {pie}"
+
+
 def shim_version(binary):
     done = subprocess.run([binary, "-v"], capture_output=True, text=True, timeout=10)
     return " ".join((done.stdout + done.stderr).split())[:160]
@@ -295,7 +313,7 @@ def header(r):
     return (f"{m['date']}: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB, kernel "
             f"{m['kernel']}, cgroup {m['cgroup']}; {m['containerd']}; {m['runc']}; Go shim "
             f"`{m['go_shim']}` ({r['machine']['shim_versions']['go']}); shim-runc at commit "
-            f"{m['commit']} (RelWithDebInfo). Load average {m['load_start']} at the start, "
+            f"{m['commit']} (RelWithDebInfo, {m.get('shim_linkage', '?')}). Load average {m['load_start']} at the start, "
             f"{m['load_end']} at the end (the machine is shared). Rounds: "
             + ", ".join(f"{k} {v}" for k, v in r["profile"].items())
             + f"; {r['seconds']:.0f} s in all.")
