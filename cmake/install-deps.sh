@@ -9,6 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libfmt-dev catch2 libbenchmark-dev
   clang libclang-rt-14-dev
   containerd runc busybox-static
+  crun runsc criu  # other runtimes shim-runc drives through BinaryName; criu for checkpoint tests (tests/README.md)
   strace procps iproute2 util-linux
   debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it
 )
