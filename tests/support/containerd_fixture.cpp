@@ -124,10 +124,12 @@ std::string recorded_shim_address(const fs::path& bundle) {
 
 std::optional<std::string> containerd_unavailable(const ContainerdOptions& options) {
   std::string why;
-  if (probe_containerd(resolve_containerd(options.containerd_bin, options.ctr_bin), &why)) {
-    return std::nullopt;
+  if (!probe_containerd(resolve_containerd(options.containerd_bin, options.ctr_bin), &why)) {
+    return why;
   }
-  return why;
+  // An `integration-crun:` run whose runtime cannot run here is skipped as well.
+  if (auto binary = runc_binary_under_test()) return runtime_binary_unavailable(*binary);
+  return std::nullopt;
 }
 
 std::string go_shim_debug_socket_path(std::string_view grpc_address, std::string_view ns,
@@ -302,7 +304,11 @@ std::unique_ptr<EventsSubscriber> PrivateContainerd::subscribe_events(
 
 std::vector<std::string> PrivateContainerd::run_flags(bool with_runc_root) const {
   std::vector<std::string> flags = {"--fifo-dir", fifo_dir()};
-  if (with_runc_root) flags.insert(flags.end(), {"--runc-root", runc_root()});
+  if (!with_runc_root) return flags;
+  flags.insert(flags.end(), {"--runc-root", runc_root()});
+  if (auto binary = runc_binary_under_test()) {
+    flags.insert(flags.end(), {"--runc-binary", *binary});
+  }
   return flags;
 }
 

@@ -28,6 +28,7 @@
 #include "support/busybox_rootfs.h"
 #include "support/containerd_binaries.h"
 #include "support/events_subscriber.h"
+#include "support/runtime_binary.h"
 #include "support/skip.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -53,7 +54,8 @@ struct ContainerdOptions {
 };
 
 // Why the containerd and ctr that a fixture with `options` would use cannot run here
-// (missing, not executable, or `containerd --version` fails), or nullopt when they can.
+// (missing, not executable, or `containerd --version` fails), or why the runtime in
+// $LIBSHIM_TEST_RUNC_BINARY cannot, or nullopt when they can.
 std::optional<std::string> containerd_unavailable(const ContainerdOptions& options = {});
 
 class PrivateContainerd {
@@ -93,7 +95,9 @@ class PrivateContainerd {
   std::unique_ptr<EventsSubscriber> subscribe_events(std::vector<std::string> filters = {});
 
   // Flags for `ctr run`/`ctr task start|exec` keeping ctr's FIFOs (and, for the
-  // io.containerd.runc.v2 runtime only, runc's state) inside dir().
+  // io.containerd.runc.v2 runtime only, runc's state) inside dir(). With
+  // `with_runc_root` (only `ctr run`/`ctr create` take it) and $LIBSHIM_TEST_RUNC_BINARY
+  // set, also `--runc-binary <it>` (support/runtime_binary.h).
   std::vector<std::string> run_flags(bool with_runc_root = true) const;
 
   // Kills (SIGKILL) and removes every task and container in every namespace.
