@@ -55,13 +55,19 @@ shim::Status init_transition(ProcessState state, Operation op) {
       if (state == S::kRunning || state == S::kPausing) return plain("cannot resume a running process");
       return plain("cannot resume a stopped container");
     case Operation::kExec:
-      if (state == S::kRunning) return {};
-      if (state == S::kCreated) return plain("cannot exec in a created state");
+      // Go allows exec into a created (not yet started) init; runc supports it. Only a
+      // checkpoint-created init refuses (checked by the caller, which knows).
+      if (state == S::kRunning || state == S::kCreated) return {};
       if (state == S::kPaused || state == S::kPausing) return plain("cannot exec in a paused state");
       return plain("cannot exec in a stopped state");
     case Operation::kUpdate:
       if (state == S::kStopped) return plain("cannot update a stopped container");
       return {};
+    case Operation::kCheckpoint:
+      // Pausing: Go's Checkpoint waits for the pause call to finish, then checkpoints.
+      if (state == S::kRunning || state == S::kPaused || state == S::kPausing) return {};
+      if (state == S::kCreated) return plain("cannot checkpoint a task in created state");
+      return plain("cannot checkpoint a stopped container");
   }
   return {};
 }

@@ -29,7 +29,7 @@ const char* state_name(ProcessState state);
 containerd::v1::types::Status state_status(ProcessState state);
 
 // What an RPC wants to do to a process; checked against its state.
-enum class Operation { kStart, kDelete, kKill, kPause, kResume, kExec, kUpdate };
+enum class Operation { kStart, kDelete, kKill, kPause, kResume, kExec, kUpdate, kCheckpoint };
 
 // OK, or the error the Go shim gives for `op` in `state` (init or exec process).
 shim::Status check_transition(ProcessState state, Operation op, bool is_init);
@@ -65,6 +65,10 @@ struct Container {
   std::optional<CgroupPaths> cgroup;  // loaded from the init pid at Create, for Stats and OOM
   Process init;
   std::map<std::string, std::unique_ptr<Process>> execs;
+  // Set by a Create with `checkpoint` (Go's "created checkpoint" state): no runc create
+  // ran, Start runs `runc restore` with these instead of `runc start`. Reset once the
+  // restore succeeded. The init reports "created" meanwhile.
+  std::optional<RestoreArgs> restore;
 
   // Process by exec id ("" = init); nullptr if there is none.
   Process* process(const std::string& exec_id);

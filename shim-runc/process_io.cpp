@@ -15,10 +15,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include "shim-runc/fifo_delivery.h"
 #include "shim-runc/fifo_writer_opener.h"
 #include "shim/fs.h"
 #include "shim-runc/stdio_fd.h"
 #include "shim-runc/stdio_uri.h"
+#include "shim-runc/terminal_io.h"
 
 namespace runc_shim {
 
@@ -56,6 +58,7 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   void close_stdin() { stdin_keeper_.reset(); }
   void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool)> callback);
   bool drained() const { return outputs_running_ == 0; }
+  void wait_delivered(std::chrono::milliseconds timeout, std::function<void(bool)> callback);
   std::uint64_t copied_bytes(StdioStream stream) const;
   void close();
 
@@ -71,6 +74,9 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   const StdioSpec& spec() const { return spec_; }
   bool is_null() const { return null_; }
   const boost::asio::any_io_executor& executor() const { return executor_; }
+  const std::shared_ptr<BinaryLogger>& binary_logger() const { return binary_logger_; }
+  // Set in setup only, so readable from any thread afterwards.
+  const std::shared_ptr<TerminalIO>& terminal() const { return terminal_; }
 
  private:
   struct DrainWaiter {
@@ -86,6 +92,9 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   }
 
   shim::Status make_pipes(int io_uid, int io_gid);
+  shim::Status setup_binary_logger(const StdioUri& uri);
+  shim::Status setup_terminal();
+  shim::Status start_terminal();
   shim::Status open_output_file(const std::string& path);
   shim::Status start_stdin();
   shim::Status start_output(StdioStream stream);
@@ -111,25 +120,25 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   Fd stdin_keeper_;
   std::array<std::shared_ptr<StreamCopier>, 3> copiers_;
   std::array<std::shared_ptr<FifoWriterOpener>, 3> openers_;
+  // Our own readers of the output FIFOs (a copy of each keeper, which goes with its copy),
+  // kept until close() to see what the client has not read yet.
+  std::array<Fd, 3> delivery_probes_;
   int outputs_running_ = 0;
   std::uint64_t next_waiter_id_ = 0;
   std::vector<DrainWaiter> waiters_;
+  std::shared_ptr<BinaryLogger> binary_logger_;  // binary:// stdout; set in setup only
+  std::shared_ptr<TerminalIO> terminal_;         // terminal=true; set in setup only
 };
 
 shim::Status ProcessIO::Impl::setup(int io_uid, int io_gid) {
+  if (spec_.terminal) return setup_terminal();  // even with no stdio: runc needs the socket
   if (spec_.is_null()) {
     null_ = true;
     return {};
   }
-  if (spec_.terminal) {
-    return shim::Status(shim::Code::kUnimplemented, "terminal stdio is not supported yet");
-  }
   StdioUri uri;
   if (shim::Status status = parse_stdio_uri(spec_.stdout, &uri); !status.ok()) return status;
-  if (uri.scheme == "binary" || uri.scheme == "binary-v2") {
-    return shim::Status(shim::Code::kUnimplemented,
-                        fmt::format("{}:// stdio loggers are not supported yet", uri.scheme));
-  }
+  if (uri.scheme == "binary" || uri.scheme == "binary-v2") return setup_binary_logger(uri);
   if (uri.scheme != "fifo" && uri.scheme != "file") {
     return shim::unknown(fmt::format("unknown STDIO scheme {}", uri.scheme));
   }
@@ -137,6 +146,56 @@ shim::Status ProcessIO::Impl::setup(int io_uid, int io_gid) {
     if (shim::Status status = open_output_file(uri.path); !status.ok()) return status;
   }
   return make_pipes(io_uid, io_gid);
+}
+
+// binary://: the logger gets the pipes' read ends; runc gets the write ends directly (no
+// copy, no chown: Go's binary IO does neither), or, with a terminal, the pty copy takes
+// the stdout one and stderr stays unused. Stdin is not connected.
+shim::Status ProcessIO::Impl::setup_binary_logger(const StdioUri& uri) {
+  if (!options_.binary_logger.usable()) {
+    return shim::Status(shim::Code::kUnimplemented,
+                        fmt::format("{}:// stdio loggers need a reaper and a spawner", uri.scheme));
+  }
+  if (shim::Status status = BinaryLogger::create(executor_, uri, options_.binary_logger, logger_,
+                                                 &binary_logger_);
+      !status.ok()) {
+    return status;
+  }
+  if (spec_.terminal) {
+    binary_logger_->take_stderr_writer();  // closed: no stderr with a terminal
+    return {};
+  }
+  std::lock_guard lock(runtime_mu_);
+  runtime_ends_[index(StdioStream::kStdout)] = binary_logger_->take_stdout_writer();
+  runtime_ends_[index(StdioStream::kStderr)] = binary_logger_->take_stderr_writer();
+  return {};
+}
+
+// Terminal: no pipes (io_uid/io_gid do not apply: the runtime makes the pty); the one
+// output is the console copy. A binary:// logger is set up as usual and gets the copy.
+shim::Status ProcessIO::Impl::setup_terminal() {
+  if (!spec_.stdout.empty()) {
+    StdioUri uri;
+    if (shim::Status status = parse_stdio_uri(spec_.stdout, &uri); !status.ok()) return status;
+    if (uri.scheme == "binary" || uri.scheme == "binary-v2") {
+      if (shim::Status status = setup_binary_logger(uri); !status.ok()) return status;
+    } else if (uri.scheme != "fifo" && uri.scheme != "file") {
+      return shim::unknown(fmt::format("unknown STDIO scheme {}", uri.scheme));
+    }
+  }
+  if (shim::Status status = TerminalIO::create(executor_, spec_, logger_, &terminal_); !status.ok()) {
+    return status;
+  }
+  outputs_running_ = 1;
+  return {};
+}
+
+shim::Status ProcessIO::Impl::start_terminal() {
+  Fd logger_stdout = binary_logger_ ? binary_logger_->take_stdout_writer() : Fd();
+  std::weak_ptr<Impl> weak = weak_from_this();
+  return terminal_->start(std::move(logger_stdout), &stdin_keeper_, [weak](const CopyResult& result) {
+    if (auto self = weak.lock()) self->on_output_done(StdioStream::kStdout, result);
+  });
 }
 
 // file://: created (with its parent dirs) before runc runs, as Go does; stdout and stderr
@@ -175,7 +234,8 @@ shim::Status ProcessIO::Impl::start() {
   if (closed_) return shim::failed_precondition("process io: closed");
   if (started_) return shim::failed_precondition("process io: already started");
   started_ = true;
-  if (null_) return {};
+  if (terminal_) return start_terminal();
+  if (null_ || binary_logger_) return {};
   if (shim::Status status = start_stdin(); !status.ok()) return status;
   for (StdioStream stream : {StdioStream::kStdout, StdioStream::kStderr}) {
     if (shim::Status status = start_output(stream); !status.ok()) return status;
@@ -248,6 +308,8 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
           self->on_output_done(stream, CopyResult{0, status});
           return;
         }
+        self->delivery_probes_[index(stream)] =
+            Fd(::fcntl(fifo.keeper.get(), F_DUPFD_CLOEXEC, 0));
         auto writer = std::make_shared<Fd>(std::move(fifo.writer));
         self->start_output_copy(stream, CopyTarget{writer, std::move(fifo.keeper)});
       });
@@ -299,6 +361,23 @@ void ProcessIO::Impl::wait_drained(std::chrono::milliseconds timeout,
   });
 }
 
+void ProcessIO::Impl::wait_delivered(std::chrono::milliseconds timeout,
+                                     std::function<void(bool)> callback) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto after_drain = [weak = weak_from_this(), deadline, callback](bool drained) mutable {
+    auto self = weak.lock();
+    if (!self || !drained || self->closed_) return callback(false);
+    // Copies of the probes: close() may close the originals while we wait.
+    std::vector<Fd> readers;
+    for (const Fd& probe : self->delivery_probes_) {
+      if (probe.valid()) readers.emplace_back(::fcntl(probe.get(), F_DUPFD_CLOEXEC, 0));
+    }
+    stdio::wait_until_read(self->executor_, std::move(readers),
+                           stdio::FifoReadWait{.deadline = deadline}, std::move(callback));
+  };
+  wait_drained(timeout, std::move(after_drain));
+}
+
 void ProcessIO::Impl::notify_drained(bool drained) {
   std::vector<DrainWaiter> waiters = std::move(waiters_);
   waiters_.clear();
@@ -311,6 +390,7 @@ void ProcessIO::Impl::notify_drained(bool drained) {
 }
 
 std::uint64_t ProcessIO::Impl::copied_bytes(StdioStream stream) const {
+  if (terminal_) return terminal_->copied_bytes(stream);
   const auto& copier = copiers_[index(stream)];
   return copier ? copier->bytes() : 0;
 }
@@ -327,7 +407,10 @@ void ProcessIO::Impl::close() {
   stdin_keeper_.reset();
   for (Fd& fd : shim_ends_) fd.reset();
   shared_file_.reset();
+  for (Fd& fd : delivery_probes_) fd.reset();
   close_runtime_ends();
+  if (binary_logger_) binary_logger_->stop();
+  if (terminal_) terminal_->close();
   notify_drained(drained());
 }
 
@@ -359,8 +442,62 @@ void ProcessIO::wait_drained(std::chrono::milliseconds timeout,
   impl_->wait_drained(timeout, std::move(callback));
 }
 bool ProcessIO::drained() const { return impl_->drained(); }
+void ProcessIO::wait_delivered(std::chrono::milliseconds timeout,
+                               std::function<void(bool delivered)> callback) {
+  impl_->wait_delivered(timeout, std::move(callback));
+}
 std::uint64_t ProcessIO::copied_bytes(StdioStream stream) const {
   return impl_->copied_bytes(stream);
+}
+
+std::function<shim::Status()> ProcessIO::logger_starter() const {
+  std::shared_ptr<BinaryLogger> logger = impl_->binary_logger();
+  if (!logger) return [] { return shim::Status(); };
+  return [logger] {
+    shim::Status status = logger->start();
+    if (status.ok()) return status;
+    return shim::unknown(fmt::format("failed to create init process I/O: {}", status.message()));
+  };
+}
+
+stdio::Fd ProcessIO::take_logger_stdout_writer() {
+  const std::shared_ptr<BinaryLogger>& logger = impl_->binary_logger();
+  return logger ? logger->take_stdout_writer() : stdio::Fd();
+}
+
+pid_t ProcessIO::logger_pid() const {
+  const std::shared_ptr<BinaryLogger>& logger = impl_->binary_logger();
+  return logger ? logger->pid() : -1;
+}
+
+void ProcessIO::after_logger_exit(std::function<void()> next) {
+  const std::shared_ptr<BinaryLogger>& logger = impl_->binary_logger();
+  if (!logger) return next();
+  logger->stop([next = std::move(next)](const std::optional<shim::ProcessExit>&) { next(); });
+}
+
+std::string ProcessIO::console_socket_path() const {
+  const std::shared_ptr<TerminalIO>& terminal = impl_->terminal();
+  return terminal ? terminal->console_socket_path() : std::string();
+}
+
+std::function<shim::Status()> ProcessIO::console_receiver() const {
+  std::shared_ptr<TerminalIO> terminal = impl_->terminal();
+  if (!terminal) return [] { return shim::Status(); };
+  return [terminal] {
+    shim::Status status = terminal->receive_console();
+    if (status.ok()) terminal->wait_output_reader();
+    return status;
+  };
+}
+
+shim::Status ProcessIO::resize(std::uint32_t width, std::uint32_t height) {
+  const std::shared_ptr<TerminalIO>& terminal = impl_->terminal();
+  return terminal ? terminal->resize(width, height) : shim::Status();
+}
+
+void ProcessIO::process_exited() {
+  if (const std::shared_ptr<TerminalIO>& terminal = impl_->terminal()) terminal->process_exited();
 }
 
 void ProcessIO::close() {

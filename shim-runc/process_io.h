@@ -19,8 +19,12 @@
 // everything (on the loop: inline when already there, else posted).
 //
 // Null IO (all three strings empty): no pipes, runc gets /dev/null, nothing to copy.
-// Not done yet: binary:// loggers and terminals (Unimplemented); the pieces are meant to
-// take them (a logger gets the pipes' read ends, a console feeds the same copies).
+// binary:// and binary-v2:// (binary_logger.h): runc's stdout/stderr are the logger's pipes
+// (stdin unused, nothing to copy); logger_starter() runs on the pool before runc; close()
+// stops the logger.
+// Terminals (terminal_io.h): no pipes; runc gets --console-socket <console_socket_path()>,
+// console_receiver() takes the pty master after runc returned, start() copies stdin FIFO
+// -> master -> stdout (a FIFO, a file or the binary:// logger's stdout pipe).
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +39,7 @@
 
 #include "shim/logger.h"
 #include "shim/status.h"
+#include "shim-runc/binary_logger.h"
 #include "shim-runc/stream_copier.h"
 
 namespace runc_shim {
@@ -53,12 +58,15 @@ enum class StdioStream { kStdin = 0, kStdout = 1, kStderr = 2 };
 
 struct ProcessIOOptions {
   CopyMethod copy_method = CopyMethod::kSplice;
+  // For binary:// and binary-v2:// stdout; without a reaper and spawner those schemes are
+  // Unimplemented.
+  BinaryLoggerSettings binary_logger;
 };
 
 class ProcessIO {
  public:
-  // Errors: "unknown STDIO scheme <s>" (Unknown), Unimplemented for binary:// and
-  // terminals, pipe/chown/file errors with context.
+  // Errors: "unknown STDIO scheme <s>" (Unknown), Unimplemented for binary:// without
+  // options.binary_logger, pipe/chown/file/console socket errors with context.
   static shim::Status create(boost::asio::any_io_executor executor, const StdioSpec& spec,
                              int io_uid, int io_gid, const shim::Logger& logger,
                              std::unique_ptr<ProcessIO>* io,
@@ -94,6 +102,12 @@ class ProcessIO {
   // runs later on the loop, never inside this call.
   void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool drained)> callback);
   bool drained() const;
+  // For Delete: wait_drained(), then also until the client has read everything from its
+  // output FIFOs (fifo_delivery.h: ctr 1.6 drops what is unread when Delete returns).
+  // `callback(true)` when both happened; false at `timeout`, after close(), or when the
+  // client read nothing for a while (nobody reading).
+  void wait_delivered(std::chrono::milliseconds timeout,
+                      std::function<void(bool delivered)> callback);
 
   // Bytes copied so far for a stream.
   std::uint64_t copied_bytes(StdioStream stream) const;
@@ -101,6 +115,37 @@ class ProcessIO {
   // Stops every copy and closes every fd; pending wait_drained() callbacks get false.
   // Idempotent. Runs inline on the loop thread; from another thread it is posted there.
   void close();
+
+  // binary:// loggers. logger_starter(): a job for a pool thread, to run before runc
+  // create/exec: spawns the logger and blocks until it is ready (BinaryLogger::start);
+  // errors read "failed to create init process I/O: ..." as in the Go shim. OK at once for
+  // the other schemes. The job keeps the logger alive by itself; close() during it stops
+  // the logger and makes it fail.
+  std::function<shim::Status()> logger_starter() const;
+  // Terminal with a binary:// stdout: the write end of the logger's stdout pipe, for the
+  // pty copy, which closes it when done (the logger then sees EOF). Invalid Fd otherwise
+  // or once taken.
+  stdio::Fd take_logger_stdout_writer();
+  // The logger's pid; -1 without one or before logger_starter() spawned it.
+  pid_t logger_pid() const;
+  // Runs `next` once the binary:// logger is gone (stopping it if close() did not yet):
+  // on the loop after its exit (SIGTERM, up to 12 s, SIGKILL), or right now without a
+  // logger. The Go shim's Delete returns only then.
+  void after_logger_exit(std::function<void()> next);
+
+  // Terminals. The runtime's --console-socket; "" without a terminal. Any thread.
+  std::string console_socket_path() const;
+  // A job for the pool thread that ran runc create/exec/restore successfully: takes the
+  // pty master the runtime sent (bounded wait) and, for a FIFO stdout, waits a little for
+  // the client's reader (TerminalIO::wait_output_reader). It keeps what it needs alive,
+  // so close() meanwhile is safe (the master is then closed). OK at once without a
+  // terminal; else errors read "failed to retrieve console master: ...".
+  std::function<shim::Status()> console_receiver() const;
+  // ResizePty: the console's window size. OK without a console.
+  shim::Status resize(std::uint32_t width, std::uint32_t height);
+  // The process exited: a console copy ends once the master has nothing left to read,
+  // even if a child still holds the terminal. No-op without a terminal.
+  void process_exited();
 
   class Impl;
 

@@ -36,9 +36,11 @@ std::string RuncCommandLine::exec_pid_file(std::string_view exec_id) const {
 }
 
 std::vector<std::string> RuncCommandLine::prefix() const {
-  // go-runc's Runc.args(): --root, [--debug], --log, --log-format, [--systemd-cgroup].
+  // go-runc's Runc.args(): --root, [--debug], --log, --log-format, [--criu],
+  // [--systemd-cgroup].
   std::vector<std::string> argv{binary(), "--root", state_root(), "--log", log_path(),
                                 "--log-format", "json"};
+  if (!config_.criu.empty()) append(&argv, {"--criu", config_.criu});
   if (config_.systemd_cgroup) argv.emplace_back("--systemd-cgroup");
   return argv;
 }

@@ -20,6 +20,9 @@ struct RuncConfig {
   std::string namespace_;  // containerd namespace: the state dir is <root>/<namespace>
   std::string bundle;      // runc logs to <bundle>/log.json
   bool systemd_cgroup = false;
+  // Options.criu_path: the 1.6 Go shim passes it as the global --criu (1.7 ignores the
+  // field, 2.x removed it; containerd never sets it unless the user does).
+  std::string criu;
 };
 
 struct CreateArgs {
@@ -74,7 +77,7 @@ class RuncCommandLine {
   // filepath.Abs(filepath.Join(bundle, exec_id + ".pid")).
   std::string exec_pid_file(std::string_view exec_id) const;
 
-  // binary --root R --log L --log-format json [--systemd-cgroup]
+  // binary --root R --log L --log-format json [--criu C] [--systemd-cgroup]
   std::vector<std::string> prefix() const;
 
   std::vector<std::string> create(std::string_view id, const CreateArgs& args) const;

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "containerd/runc_options.pb.h"
+#include "shim-runc/checkpoint_options.h"
+#include "shim-runc/go_json_syntax.h"
 #include "shim-runc/mount.h"
 #include "shim-runc/runtime_error.h"
 #include "shim/fs.h"
@@ -18,8 +20,10 @@ namespace {
 
 constexpr auto kIoDrainTimeout = std::chrono::seconds(2);  // as the Go shim on Delete
 
-// The container's end state after `runc create` on a pool thread.
-Stdio runtime_stdio(const ProcessIO& io) {
+// The runtime's stdio for create/exec: the pipes, or none with a terminal (go-runc then
+// captures runc's output for the error text; the process gets the pty).
+std::optional<Stdio> runtime_stdio(const ProcessIO& io) {
+  if (io.spec().terminal) return std::nullopt;
   return Stdio{io.runtime_stdin(), io.runtime_stdout(), io.runtime_stderr()};
 }
 
@@ -91,29 +95,32 @@ void RuncService::create(const CallInfo&, task::CreateTaskRequest request,
     if (shim::Status s = decode_runc_options(request.options(), &decoded); !s.ok()) return reply.fail(s);
     if (!decoded.note.empty()) context_.logger.warn("runtime options", {{"note", decoded.note}});
   }
-  if (request.terminal()) {
-    return reply.fail(shim::not_implemented("terminal containers are not supported yet"));
-  }
   std::unique_ptr<ProcessIO> io;
   StdioSpec stdio{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
   if (shim::Status s = ProcessIO::create(context_.executor, stdio, static_cast<int>(decoded.options.io_uid()),
-                                         static_cast<int>(decoded.options.io_gid()), context_.logger, &io);
+                                         static_cast<int>(decoded.options.io_gid()), context_.logger, &io,
+                                         {.binary_logger = binary_logger_settings(context_, request.id())});
       !s.ok()) {
     return reply.fail(s);
   }
   RuncConfig config{decoded.options.binary_name(), runc_root(decoded.options), context_.identity.namespace_,
                     request.bundle(), decoded.options.systemd_cgroup()};
+  config.criu = decoded.options.criu_path();
   auto container = std::make_unique<Container>(request.id(), request.bundle(), decoded.options,
                                                RuncClient(context_.reaper, context_.spawner, config));
   container->init.id = request.id();
   container->init.stdio = stdio;
   auto hold = events_.hold_exits();
-  Stdio stdio_fds = runtime_stdio(*io);
+  std::optional<Stdio> stdio_fds = runtime_stdio(*io);
+  auto start_logger = io->logger_starter();
+  auto receive_console = io->console_receiver();
+  std::string console_socket = io->console_socket_path();
   RuncClient runc = container->runc;
   creating_[request.id()] = PendingCreate{std::move(container), std::move(io), hold};
 
   // Everything blocking runs on the pool: files, mounts, runc create.
-  auto work = [runc, request, options = decoded.options, stdio_fds]() mutable {
+  auto work = [runc, request, options = decoded.options, stdio_fds, start_logger, receive_console,
+               console_socket]() mutable {
     CreateResult result;
     auto fail = [&](shim::Status s) {
       result.status = std::move(s);
@@ -125,8 +132,17 @@ void RuncService::create(const CallInfo&, task::CreateTaskRequest request,
       if (auto s = make_rootfs_dir(request.bundle(), &result.rootfs); !s.ok()) return fail(s);
       if (auto s = mount_all(mount_entries(request.rootfs()), result.rootfs); !s.ok()) return fail(s);
     }
-    CreateArgs args{.no_pivot = options.no_pivot_root(), .no_new_keyring = options.no_new_keyring()};
+    // A binary:// logger is ready before runc runs (for a restore too, as in Go's Create).
+    if (auto s = start_logger(); !s.ok()) {
+      if (!result.rootfs.empty()) unmount_all(result.rootfs);
+      return fail(s);
+    }
+    if (!request.checkpoint().empty()) return result;  // restored at Start: no runc create, no pid yet
+    CreateArgs args{.console_socket = console_socket,
+                    .no_pivot = options.no_pivot_root(),
+                    .no_new_keyring = options.no_new_keyring()};
     result.status = runc.create(request.id(), args, stdio_fds);
+    if (result.status.ok()) result.status = receive_console();  // runc sent it before returning
     if (result.status.ok()) {
       result.status = read_pid_file(runc.command_line().init_pid_file(), &result.pid);
     }
@@ -153,9 +169,10 @@ void RuncService::finish_create(const task::CreateTaskRequest& request, const Cr
   std::unique_ptr<Container> container = std::move(pending.mapped().container);
   std::unique_ptr<ProcessIO> io = std::move(pending.mapped().io);
   auto hold = pending.mapped().hold;
-  io->close_runtime_ends();
+  bool restoring = !request.checkpoint().empty();  // runc restore at Start needs the pipes
+  if (!restoring) io->close_runtime_ends();
   shim::Status status = result.status;
-  if (status.ok()) status = io->start();
+  if (status.ok() && !restoring) status = io->start();
   if (!status.ok()) {
     io->close();
     events_.release_hold(hold);
@@ -169,6 +186,10 @@ void RuncService::finish_create(const task::CreateTaskRequest& request, const Cr
   container->cgroup = result.cgroup;
   container->init.pid = result.pid;
   container->init.io = std::move(io);
+  if (restoring) {
+    container->restore = restore_args(request.bundle(), container->options, request.checkpoint(),
+                                      request.parent_checkpoint());
+  }
   std::string id = request.id();
   containers_[id] = std::move(container);
 
@@ -209,6 +230,7 @@ void RuncService::start(const CallInfo&, task::StartRequest request, Reply<task:
 }
 
 void RuncService::start_init(Container& container, Reply<task::StartResponse> reply) {
+  if (container.restore) return start_restored(container, std::move(reply));
   container.init.busy = true;
   auto token = events_.begin_start({container.id, ""});
   auto work = [runc = container.runc, id = container.id]() mutable { return runc.start(id); };
@@ -240,7 +262,8 @@ void RuncService::start_init(Container& container, Reply<task::StartResponse> re
 void RuncService::start_exec(Container& container, Process& process, Reply<task::StartResponse> reply) {
   std::unique_ptr<ProcessIO> io;
   if (auto s = ProcessIO::create(context_.executor, process.stdio, static_cast<int>(container.options.io_uid()),
-                                 static_cast<int>(container.options.io_gid()), context_.logger, &io);
+                                 static_cast<int>(container.options.io_gid()), context_.logger, &io,
+                                 {.binary_logger = binary_logger_settings(context_, process.exec_id)});
       !s.ok()) {
     return reply.fail(s);
   }
@@ -252,9 +275,13 @@ void RuncService::start_exec(Container& container, Process& process, Reply<task:
     std::uint32_t pid = 0;
   };
   auto work = [runc = container.runc, id = container.id, exec_id = process.exec_id,
-               spec = process.spec_json, stdio = runtime_stdio(*process.io)]() mutable {
+               spec = process.spec_json, stdio = runtime_stdio(*process.io),
+               start_logger = process.io->logger_starter(), console = process.io->console_socket_path(),
+               receive_console = process.io->console_receiver()]() mutable {
     ExecResult result;
-    result.status = runc.exec(id, exec_id, spec, "", stdio);
+    result.status = start_logger();  // a binary:// logger is ready before runc exec
+    if (result.status.ok()) result.status = runc.exec(id, exec_id, spec, console, stdio);
+    if (result.status.ok()) result.status = receive_console();
     if (result.status.ok()) {
       result.status = read_pid_file(runc.command_line().exec_pid_file(exec_id), &result.pid);
     }
@@ -297,6 +324,7 @@ void RuncService::exec(const CallInfo&, task::ExecProcessRequest request, Reply<
   if (auto s = check_transition(container->init.state, Operation::kExec, true); !s.ok()) {
     return reply.fail(s);
   }
+  if (container->restore) return reply.fail(shim::unknown("cannot exec in a created state"));
   shim::Status status;
   std::string spec = exec_spec(request, &status);
   if (!status.ok()) return reply.fail(status);
@@ -304,9 +332,6 @@ void RuncService::exec(const CallInfo&, task::ExecProcessRequest request, Reply<
   process->id = request.exec_id();
   process->exec_id = request.exec_id();
   process->stdio = StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
-  if (request.terminal()) {
-    return reply.fail(shim::not_implemented("terminal execs are not supported yet"));
-  }
   process->spec_json = std::move(spec);
   container->execs.emplace(request.exec_id(), std::move(process));
   events_.exec_added(request.id(), request.exec_id());
@@ -340,7 +365,15 @@ task::DeleteResponse delete_response(const Process& process) {
 // Waits (bounded) for the process's output to be copied out, then runs `next`.
 void drain_then(ProcessIO* io, std::function<void()> next) {
   if (io == nullptr) return next();
-  io->wait_drained(kIoDrainTimeout, [next = std::move(next)](bool) { next(); });
+  // Delivered, not just drained: ctr 1.6 drops FIFO bytes still unread when we answer.
+  io->wait_delivered(kIoDrainTimeout, [next = std::move(next)](bool) { next(); });
+}
+
+// Runs `next` once a binary:// logger of `io` has exited (Go's Delete waits for it too),
+// right away otherwise.
+void after_logger_exit(std::unique_ptr<ProcessIO> io, std::function<void()> next) {
+  if (io == nullptr) return next();
+  io->after_logger_exit(std::move(next));
 }
 
 }  // namespace
@@ -371,14 +404,17 @@ void RuncService::delete_init(Container& container, Reply<task::DeleteResponse> 
       }
       events_.forget({id, ""});
       oom_.remove(id);
+      std::unique_ptr<ProcessIO> init_io = std::move(c->init.io);
       containers_.erase(id);
       containerd::events::TaskDelete event;
       event.set_container_id(id);
       event.set_pid(response.pid());
       event.set_exit_status(response.exit_status());
       *event.mutable_exited_at() = response.exited_at();
-      events_.deleted(event);
-      reply(response);
+      after_logger_exit(std::move(init_io), [this, event, reply, response]() mutable {
+        events_.deleted(event);
+        reply(response);
+      });
     };
     shim::post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
   });
@@ -396,8 +432,9 @@ void RuncService::delete_exec(Container& container, Process& process, Reply<task
     if (p->io) p->io->close();
     ::unlink(c->runc.command_line().exec_pid_file(exec_id).c_str());
     events_.forget({id, exec_id});
+    std::unique_ptr<ProcessIO> io = std::move(p->io);
     c->execs.erase(exec_id);
-    reply(response);
+    after_logger_exit(std::move(io), [reply, response]() mutable { reply(response); });
   });
 }
 
@@ -468,6 +505,7 @@ void RuncService::on_reaped(const shim::ProcessRef& ref, const shim::ProcessExit
   process->state = ProcessState::kStopped;
   process->exit = exit;
   process->handle.mark_reaped();
+  if (process->io) process->io->process_exited();  // a console copy stops once drained
   if (ref.is_init()) oom_.check(ref.container_id);  // TaskOOM before this TaskExit
   if (!ref.is_init() || container->private_pid_namespace) return;
   // Without its own pid namespace nothing else dies with init: kill the rest, so the
@@ -597,6 +635,8 @@ void RuncService::update(const CallInfo&, task::UpdateTaskRequest request, Reply
   Container* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
   if (auto s = check_transition(container->init.state, Operation::kUpdate, true); !s.ok()) return reply.fail(s);
+  // Go unmarshals the resources before runc runs: malformed JSON fails with Go's text.
+  if (auto s = go_json_syntax_check(request.resources().value()); !s.ok()) return reply.fail(s);
   auto work = [runc = container->runc, id = container->id, json = request.resources().value()]() mutable {
     return runc.update(id, json);
   };

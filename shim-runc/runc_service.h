@@ -45,6 +45,10 @@ class RuncService final : public shim::TaskService {
   void pause(const CallInfo&, task::PauseRequest request, Reply<Empty> reply) override;
   void resume(const CallInfo&, task::ResumeRequest request, Reply<Empty> reply) override;
   void update(const CallInfo&, task::UpdateTaskRequest request, Reply<Empty> reply) override;
+  // runc_service_terminal.cpp
+  void resize_pty(const CallInfo&, task::ResizePtyRequest request, Reply<Empty> reply) override;
+  // runc_service_checkpoint.cpp
+  void checkpoint(const CallInfo&, task::CheckpointTaskRequest request, Reply<Empty> reply) override;
   void connect(const CallInfo&, task::ConnectRequest request,
                Reply<task::ConnectResponse> reply) override;
   void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
@@ -60,6 +64,8 @@ class RuncService final : public shim::TaskService {
   void finish_create(const task::CreateTaskRequest& request, const CreateResult& result,
                      Reply<task::CreateTaskResponse> reply);
   void start_init(Container& container, Reply<task::StartResponse> reply);
+  // Start of a container created from a checkpoint: `runc restore` (runc_service_checkpoint.cpp).
+  void start_restored(Container& container, Reply<task::StartResponse> reply);
   void start_exec(Container& container, Process& process, Reply<task::StartResponse> reply);
   void delete_init(Container& container, Reply<task::DeleteResponse> reply);
   void delete_exec(Container& container, Process& process, Reply<task::DeleteResponse> reply);
