@@ -243,22 +243,13 @@ shim::Status ProcessIO::Impl::start() {
   return {};
 }
 
-// Reader first: an O_NONBLOCK reader opens at once, and then the keeper's O_NONBLOCK
-// write open finds a reader and succeeds at once too. The keeper exists before the first
-// read, so the copy cannot see EOF before the client and CloseIO are done with stdin.
 shim::Status ProcessIO::Impl::start_stdin() {
   const std::string& path = spec_.stdin;
   if (path.empty()) return {};
-  bool fifo = false;
-  if (shim::Status status = stdio::is_fifo(path, &fifo); !status.ok()) {
-    return shim::unknown(fmt::format("failed to open stdin fifo {}: {}", path, status.message()));
+  Fd reader;
+  if (shim::Status status = stdio::open_stdin_fifo(path, &reader, &stdin_keeper_); !status.ok()) {
+    return status;
   }
-  if (!fifo) return shim::unknown(fmt::format("failed to open stdin fifo {}: not a fifo", path));
-  Fd reader(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!reader.valid()) return stdio::errno_status(fmt::format("open stdin fifo {}", path));
-  Fd keeper(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!keeper.valid()) return stdio::errno_status(fmt::format("failed to open stdin fifo {}", path));
-  stdin_keeper_ = std::move(keeper);
 
   CopyTarget target{std::make_shared<Fd>(std::move(shim_ends_[0])), Fd()};
   std::weak_ptr<Impl> weak = weak_from_this();

@@ -38,4 +38,19 @@ shim::Status is_fifo(const std::string& path, bool* fifo) {
   return {};
 }
 
+shim::Status open_stdin_fifo(const std::string& path, Fd* reader, Fd* keeper) {
+  bool fifo = false;
+  if (shim::Status status = is_fifo(path, &fifo); !status.ok()) {
+    return shim::unknown(fmt::format("failed to open stdin fifo {}: {}", path, status.message()));
+  }
+  if (!fifo) return shim::unknown(fmt::format("failed to open stdin fifo {}: not a fifo", path));
+  Fd read_end(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!read_end.valid()) return errno_status(fmt::format("open stdin fifo {}", path));
+  Fd write_end(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!write_end.valid()) return errno_status(fmt::format("failed to open stdin fifo {}", path));
+  *reader = std::move(read_end);
+  *keeper = std::move(write_end);
+  return {};
+}
+
 }  // namespace runc_shim::stdio

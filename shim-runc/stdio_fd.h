@@ -29,4 +29,10 @@ shim::Status is_fifo(const std::string& path, bool* fifo);
 // "open <path>: <strerror>" for the current errno.
 shim::Status errno_status(const std::string& what);
 
+// Opens a client's stdin FIFO for a copy: an O_NONBLOCK `reader` (opens at once), then
+// our `keeper` write end, which finds that reader and opens at once too. While the keeper
+// lives the copy cannot see EOF, so the process keeps its stdin until CloseIO closes it
+// and the client is done. Errors name the path as the Go shim does.
+shim::Status open_stdin_fifo(const std::string& path, Fd* reader, Fd* keeper);
+
 }  // namespace runc_shim::stdio

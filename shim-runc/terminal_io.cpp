@@ -128,21 +128,14 @@ shim::Status TerminalIO::start(Fd logger_stdout, Fd* stdin_keeper, OutputDone ou
   return {};
 }
 
-// As without a terminal: reader first, then our keeper, so the copy sees EOF only once
-// CloseIO and the client are both done. That EOF hangs the terminal up (Go does so).
+// The stdin copy's EOF (CloseIO and the client both done) hangs the terminal up, as Go does.
 shim::Status TerminalIO::start_input(Fd* stdin_keeper) {
   const std::string& path = spec_.stdin;
   if (path.empty()) return {};
-  bool fifo = false;
-  if (shim::Status status = stdio::is_fifo(path, &fifo); !status.ok()) {
-    return shim::unknown(fmt::format("failed to open stdin fifo {}: {}", path, status.message()));
+  Fd reader;
+  if (shim::Status status = stdio::open_stdin_fifo(path, &reader, stdin_keeper); !status.ok()) {
+    return status;
   }
-  if (!fifo) return shim::unknown(fmt::format("failed to open stdin fifo {}: not a fifo", path));
-  Fd reader(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!reader.valid()) return stdio::errno_status(fmt::format("open stdin fifo {}", path));
-  Fd keeper(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!keeper.valid()) return stdio::errno_status(fmt::format("failed to open stdin fifo {}", path));
-  *stdin_keeper = std::move(keeper);
   std::weak_ptr<TerminalIO> weak = weak_from_this();
   copier_->start_input(std::move(reader), [weak](const CopyResult& result) {
     auto self = weak.lock();

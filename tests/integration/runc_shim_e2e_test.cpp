@@ -16,104 +16,20 @@
 #include <fmt/format.h>
 
 #include "support/containerd_fixture.h"
+#include "support/runc_e2e.h"
 
 namespace shim::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kOurShimDir = LIBSHIM_BINARY_DIR "/shim-runc";
-const std::string kOurShim = kOurShimDir + "/containerd-shim-runc-v2";
+using Setup = RuncE2e;
+using Shim = ShimUnderTest;
 
-enum class Shim { kOurs, kGo };
-
-ContainerdOptions options_for(Shim shim) {
-  ContainerdOptions options;
-  if (shim == Shim::kOurs) options.path_prepend = {kOurShimDir};
-  return options;
-}
-
-struct Setup {
-  explicit Setup(Shim shim = Shim::kOurs) : fx(options_for(shim)), rootfs(fx.dir() + "/rootfs") {
-    make_busybox_rootfs(rootfs);
-  }
-
-  // ctr run <flags...> <run_flags> --rootfs <rootfs> <id> <cmd...>
-  std::vector<std::string> run(std::vector<std::string> flags, const std::string& id,
-                               std::vector<std::string> cmd) const {
-    std::vector<std::string> args = {"run"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    for (const auto& f : fx.run_flags()) args.push_back(f);
-    args.push_back("--rootfs");
-    args.push_back(rootfs);
-    args.push_back(id);
-    args.insert(args.end(), cmd.begin(), cmd.end());
-    return args;
-  }
-
-  // Task status as `ctr task ls` prints it ("" when not listed).
-  std::string task_status(const std::string& id) const {
-    auto ls = fx.ctr({"task", "ls"});
-    std::istringstream lines(ls.out);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream words(line);
-      std::string name, pid, status;
-      words >> name >> pid >> status;
-      if (name == id) return status;
-    }
-    return "";
-  }
-
-  bool wait_status(const std::string& id, const std::string& status, std::chrono::milliseconds timeout) const {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (task_status(id) == status) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-
-  PrivateContainerd fx;
-  std::string rootfs;
-};
-
-std::string read_link(const std::string& path) {
-  char buffer[4096];
-  ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer - 1);
-  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
-}
-
-// Live (non-zombie) processes running our shim binary for namespace `ns`.
-std::vector<pid_t> our_shims(const std::string& ns) {
-  std::vector<pid_t> pids;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (dirent* entry = ::readdir(proc)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0) continue;
-    std::string base = fmt::format("/proc/{}", pid);
-    if (read_link(base + "/exe") != kOurShim) continue;
-    std::ifstream cmdline_file(base + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(cmdline_file)), {});
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find("-namespace " + ns + " ") == std::string::npos) continue;
-    std::ifstream stat_file(base + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
-    auto close = stat.rfind(')');
-    if (close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z') continue;
-    pids.push_back(pid);
-  }
-  ::closedir(proc);
-  return pids;
-}
+std::vector<pid_t> our_shims(const std::string& ns) { return live_shims(our_runc_shim(), ns); }
 
 bool wait_no_shims(const std::string& ns, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!our_shims(ns).empty()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
+  return wait_no_live_shims(our_runc_shim(), ns, timeout);
 }
 
 std::size_t count_lines(const std::string& path) {
@@ -128,19 +44,6 @@ std::size_t count_fds(pid_t pid) {
     ::closedir(dir);
   }
   return n;
-}
-
-// The topics (in order) of the events about container `id`.
-std::vector<std::string> topics_for(const EventsSubscriber& events, const std::string& id) {
-  std::vector<std::string> topics;
-  for (const auto& line : events.lines()) {
-    if (line.find("\"container_id\":\"" + id + "\"") == std::string::npos) continue;
-    auto start = line.find(" /tasks/");
-    if (start == std::string::npos) continue;
-    auto end = line.find(' ', start + 1);
-    topics.push_back(line.substr(start + 1, end - start - 1));
-  }
-  return topics;
 }
 
 std::string repeated(std::string_view unit, std::size_t size) {
@@ -195,7 +98,7 @@ TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][runtime-binar
   CHECK(::access(go_shim_socket_path(s.fx.grpc_address(), s.fx.ns(), "d1").c_str(), F_OK) != 0);
 
   REQUIRE(events->wait_for_line({"/tasks/delete", "\"d1\""}, 5s));
-  CHECK(topics_for(*events, "d1") ==
+  CHECK(event_topics_for(*events, "d1") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exec-added",
                                  "/tasks/exec-started", "/tasks/exit", "/tasks/exit", "/tasks/delete"});
 }
@@ -356,7 +259,7 @@ TEST_CASE("events and exec results match the Go shim", "[runc-e2e]") {
     o.state_after_kill = s.task_status("cmp");
     s.fx.ctr_ok({"task", "rm", "cmp"});
     events->wait_for_line({"/tasks/delete", "\"cmp\""}, 5s);
-    o.topics = topics_for(*events, "cmp");
+    o.topics = event_topics_for(*events, "cmp");
     return o;
   };
   Observed ours = observe(Shim::kOurs);
@@ -399,7 +302,7 @@ TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e][run
                           {"/bin/sh", "-c", "x=a; while true; do x=\"$x$x\"; done"}));
   CHECK(r.exit_code == 137);
   REQUIRE(events->wait_for_line({"/tasks/delete", "\"oom\""}, 10s));
-  auto topics = topics_for(*events, "oom");
+  auto topics = event_topics_for(*events, "oom");
   CHECK(topics == std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom",
                                            "/tasks/exit", "/tasks/delete"});
 }
@@ -426,7 +329,7 @@ TEST_CASE("pause and resume change the task state and publish events", "[runc-e2
   REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "pz"}).ok());
   REQUIRE(s.wait_status("pz", "STOPPED", 10s));
   REQUIRE(s.fx.ctr_ok({"task", "rm", "pz"}).ok());
-  CHECK(topics_for(*events, "pz") ==
+  CHECK(event_topics_for(*events, "pz") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/paused", "/tasks/resumed",
                                  "/tasks/exit", "/tasks/delete"});
 }
