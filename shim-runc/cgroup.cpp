@@ -140,7 +140,7 @@ shim::Status load_cgroup(const CgroupFs& fs, CgroupVersion version, int pid, Cgr
 }
 
 shim::Status collect_metrics_any(const CgroupFs& fs, const CgroupPaths* paths,
-                                 google::protobuf::Any* out) {
+                                 shim::pb::Any* out) {
   if (paths == nullptr) return shim::not_found("cgroup does not exist");
   if (paths->version == CgroupVersion::kV2) {
     cgroups_v2::Metrics metrics;

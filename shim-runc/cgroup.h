@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "cgroups/v1_metrics.pb.h"
-#include "cgroups/v2_metrics.pb.h"
-#include "google/protobuf/any.pb.h"
+#include "shim/pb/cgroups/v1_metrics.pb.h"
+#include "shim/pb/cgroups/v2_metrics.pb.h"
+#include "shim/pb/any.pb.h"
 #include "shim/status.h"
 
 namespace runc_shim {
@@ -90,7 +90,7 @@ shim::Status collect_v2_metrics(const CgroupFs& fs, const CgroupPaths& paths,
 // (type_url without prefix, as the Go shim sends it). `paths` null (no cgroup was
 // loaded) -> NotFound "cgroup does not exist: not found".
 shim::Status collect_metrics_any(const CgroupFs& fs, const CgroupPaths* paths,
-                                 google::protobuf::Any* out);
+                                 shim::pb::Any* out);
 
 // What the Go shim does for v2 at init Start: writes "+<c> ..." (the controllers of
 // <root>/cgroup.controllers) into cgroup.subtree_control of every ancestor of the

@@ -15,7 +15,7 @@ std::string_view type_name(std::string_view type_url) {
 
 }  // namespace
 
-shim::Status decode_checkpoint_options(const google::protobuf::Any& any, CheckpointOptions* out) {
+shim::Status decode_checkpoint_options(const shim::pb::Any& any, CheckpointOptions* out) {
   out->Clear();
   if (any.type_url().empty()) return {};
   if (type_name(any.type_url()) != kCheckpointOptionsType) {

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "containerd/runc_options.pb.h"
-#include "google/protobuf/any.pb.h"
+#include "shim/pb/runc/runc_options.pb.h"
+#include "shim/pb/any.pb.h"
 #include "shim-runc/options.h"
 #include "shim-runc/runc_command.h"
 #include "shim/status.h"
@@ -24,7 +24,7 @@ inline constexpr std::string_view kCheckpointOptionsType = "containerd.runc.v1.C
 // Errors: another type -> NotFound "type with url <url>: not found" (the text Go's typeurl
 // gives for a type it does not know); bytes that do not decode -> Unknown. `out` is
 // cleared first.
-shim::Status decode_checkpoint_options(const google::protobuf::Any& any, CheckpointOptions* out);
+shim::Status decode_checkpoint_options(const shim::pb::Any& any, CheckpointOptions* out);
 
 // What the Go shim hands to `runc checkpoint` for a request with image dir `image_path`:
 // open_tcp, external_unix_sockets, terminal (--shell-job), file_locks, empty_namespaces,

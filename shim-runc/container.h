@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "containerd/task_v2.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
 #include "shim-runc/cgroup.h"
 #include "shim-runc/options.h"
 #include "shim-runc/process_io.h"

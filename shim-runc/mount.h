@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "containerd/types.pb.h"
+#include "shim/pb/containerd/types.pb.h"
 #include "shim/status.h"
 
 namespace runc_shim {

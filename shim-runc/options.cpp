@@ -10,7 +10,7 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
-#include "containerd/runtimeoptions.pb.h"
+#include "shim/pb/runc/runtimeoptions.pb.h"
 #include "shim-runc/go_compat.h"
 #include "shim-runc/runc_command.h"
 
@@ -113,7 +113,7 @@ std::string_view go_type(FieldKind kind) {
 
 }  // namespace
 
-shim::Status decode_runc_options(const google::protobuf::Any& any, DecodedOptions* out) {
+shim::Status decode_runc_options(const shim::pb::Any& any, DecodedOptions* out) {
   *out = DecodedOptions{};
   if (any.type_url().empty()) {
     if (!any.value().empty())

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "containerd/runc_options.pb.h"
-#include "google/protobuf/any.pb.h"
+#include "shim/pb/runc/runc_options.pb.h"
+#include "shim/pb/any.pb.h"
 #include "shim/status.h"
 
 namespace runc_shim {
@@ -31,7 +31,7 @@ struct DecodedOptions {
 // containerd.linux.runc.CreateOptions, ...), means "no runc options": OK, with a note.
 // The only error: a runc Options type whose bytes do not decode (the Go shim fails Create
 // then; `start` may ignore it). `out` is filled in every case.
-shim::Status decode_runc_options(const google::protobuf::Any& any, DecodedOptions* out);
+shim::Status decode_runc_options(const shim::pb::Any& any, DecodedOptions* out);
 
 // The bytes the Go shim writes to options.json for `options`.
 std::string options_json(const RuncOptions& options);

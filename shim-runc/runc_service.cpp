@@ -6,7 +6,7 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
-#include "containerd/runc_options.pb.h"
+#include "shim/pb/runc/runc_options.pb.h"
 #include "shim-runc/checkpoint_options.h"
 #include "shim-runc/go_json_syntax.h"
 #include "shim-runc/mount.h"

@@ -81,7 +81,7 @@ StartInput unknown_input(std::string reason) {
   return input;
 }
 
-bool wanted(const google::protobuf::Any& any, const std::vector<std::string>& wanted_types) {
+bool wanted(const shim::pb::Any& any, const std::vector<std::string>& wanted_types) {
   if (wanted_types.empty()) return true;
   return std::any_of(wanted_types.begin(), wanted_types.end(), [&](const std::string& type) {
     return same_type_url(any.type_url(), type);
@@ -89,7 +89,7 @@ bool wanted(const google::protobuf::Any& any, const std::vector<std::string>& wa
 }
 
 void pick_options(const std::vector<std::string>& wanted_types, StartInput* input) {
-  for (const google::protobuf::Any& any : input->all_options) {
+  for (const shim::pb::Any& any : input->all_options) {
     if (wanted(any, wanted_types)) {
       input->options = any;
       return;
@@ -112,7 +112,7 @@ StartInput decode_any(std::string_view bytes, const std::vector<WireField>& fiel
       return unknown_input("google.protobuf.Any type_url is not valid UTF-8");
     }
   }
-  google::protobuf::Any any;
+  shim::pb::Any any;
   if (!any.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return unknown_input("google.protobuf.Any failed to parse");
   }

@@ -9,7 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "containerd/events_service.pb.h"
+#include "shim/pb/containerd/events_service.pb.h"
 #include "shim/timestamp.h"
 #include "shim/ttrpc/client.h"
 

@@ -8,9 +8,9 @@ namespace shim::detail {
 
 int run_info(Manager& manager) {
   std::string bytes = read_stdin(std::size_t{10} << 20);
-  std::optional<google::protobuf::Any> options;
+  std::optional<shim::pb::Any> options;
   if (!bytes.empty()) {
-    google::protobuf::Any any;
+    shim::pb::Any any;
     if (any.ParseFromString(bytes) && !any.type_url().empty()) options = std::move(any);
   }
   containerd::types::RuntimeInfo info;

@@ -23,13 +23,13 @@
 
 #include <fmt/format.h>
 
-#include "containerd/bootstrap.pb.h"
-#include "containerd/events_service.pb.h"
-#include "containerd/runc_options.pb.h"
-#include "containerd/task_v2.pb.h"
-#include "containerd/types.pb.h"
-#include "google/protobuf/any.pb.h"
-#include "google/protobuf/empty.pb.h"
+#include "shim/pb/containerd/bootstrap.pb.h"
+#include "shim/pb/containerd/events_service.pb.h"
+#include "shim/pb/runc/runc_options.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/pb/containerd/types.pb.h"
+#include "shim/pb/any.pb.h"
+#include "shim/pb/empty.pb.h"
 #include "shim/ttrpc/router.h"
 #include "shim/ttrpc/server.h"
 #include "support/io_thread.h"
@@ -299,10 +299,10 @@ class ShimSandbox {
     return params.SerializeAsString();
   }
 
-  static google::protobuf::Any runc_options_any() {
+  static shim::pb::Any runc_options_any() {
     containerd::runc::v1::Options options;
     options.set_root("/run/containerd/runc");
-    google::protobuf::Any any;
+    shim::pb::Any any;
     any.set_type_url("containerd.runc.v1.Options");
     any.set_value(options.SerializeAsString());
     return any;
@@ -768,7 +768,7 @@ TEST_CASE("shim-example daemon: output written before the client opens its FIFO 
     CHECK(deleted.exit_status() == 0);
     containerd::task::v2::ShutdownRequest shutdown;
     shutdown.set_id("t1");
-    task_call<google::protobuf::Empty>(client, "Shutdown", shutdown);
+    task_call<shim::pb::Empty>(client, "Shutdown", shutdown);
   }
   // Shutdown: the daemon flushes its events, removes its socket and exits 0.
   int status = 0;

@@ -9,8 +9,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "containerd/task_v2.pb.h"
-#include "google/protobuf/any.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/pb/any.pb.h"
 #include "support/runc_e2e.h"
 #include "support/runtime_binary.h"
 

@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "containerd/task_v2.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
 #include "support/runc_e2e.h"
 
 namespace shim::test {

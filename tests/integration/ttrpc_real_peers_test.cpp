@@ -12,9 +12,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "containerd/events.pb.h"
-#include "containerd/events_service.pb.h"
-#include "containerd/task_v2.pb.h"
+#include "shim/pb/containerd/events.pb.h"
+#include "shim/pb/containerd/events_service.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/ttrpc/router.h"
 #include "shim/ttrpc/server.h"
 #include "shim/ttrpc/typed.h"
@@ -33,8 +33,8 @@ namespace events_service = containerd::services::events::ttrpc::v1;
 const std::string kEventsService = "containerd.services.events.ttrpc.v1.Events";
 constexpr std::int64_t kGoZeroTimeSeconds = -62135596800;
 
-google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
-  google::protobuf::Timestamp ts;
+shim::pb::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
+  shim::pb::Timestamp ts;
   ts.set_seconds(seconds);
   ts.set_nanos(nanos);
   return ts;

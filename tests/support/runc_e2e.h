@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "containerd/task_v2.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/status.h"
 #include "support/containerd_fixture.h"
 

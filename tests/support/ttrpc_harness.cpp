@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "ttrpc.pb.h"
+#include "shim/pb/ttrpc.pb.h"
 
 namespace shim::test {
 
@@ -59,7 +59,7 @@ CallResult SyncClient::call(std::string service, std::string method, std::string
 std::string request_frame_bytes(std::uint32_t stream_id, const std::string& service,
                                 const std::string& method, const std::string& payload,
                                 std::int64_t timeout_nano, const ttrpc::Metadata& metadata) {
-  ::ttrpc::Request request;
+  ::shim::pb::ttrpc::Request request;
   request.set_service(service);
   request.set_method(method);
   request.set_payload(payload);
@@ -86,7 +86,7 @@ std::optional<RawFrame> read_frame(UnixStream& stream, std::chrono::milliseconds
 }
 
 CallResult decode_response(const std::string& message) {
-  ::ttrpc::Response response;
+  ::shim::pb::ttrpc::Response response;
   if (!response.ParseFromString(message)) {
     return CallResult{Status(Code::kDataLoss, "test: response does not parse"), {}};
   }

@@ -77,8 +77,8 @@ std::string hex(const std::string& bytes) {
   return out;
 }
 
-google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
-  google::protobuf::Timestamp ts;
+shim::pb::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos) {
+  shim::pb::Timestamp ts;
   ts.set_seconds(seconds);
   ts.set_nanos(nanos);
   return ts;

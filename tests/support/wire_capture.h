@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "google/protobuf/timestamp.pb.h"
+#include "shim/pb/timestamp.pb.h"
 
 namespace shim::test {
 
@@ -40,6 +40,6 @@ Message parse_as(const std::string& bytes) {
   return message;
 }
 
-google::protobuf::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos);
+shim::pb::Timestamp timestamp(std::int64_t seconds, std::int32_t nanos);
 
 }  // namespace shim::test

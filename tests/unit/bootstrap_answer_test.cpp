@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "containerd/bootstrap.pb.h"
+#include "shim/pb/containerd/bootstrap.pb.h"
 #include "shim/sha256.h"
 #include "shim/start_answer.h"
 

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "containerd/runc_options.pb.h"
+#include "shim/pb/runc/runc_options.pb.h"
 #include "shim/bootstrap.h"
 
 namespace {
@@ -17,19 +17,19 @@ namespace bootstrap_v1 = shim::bootstrap_v1;
 
 const std::string kRuncOptionsType = "containerd.runc.v1.Options";
 
-google::protobuf::Any runc_options_any() {
+shim::pb::Any runc_options_any() {
   containerd::runc::v1::Options options;
   options.set_binary_name("runc");
   options.set_root("/run/containerd/runc");
   options.set_systemd_cgroup(true);
-  google::protobuf::Any any;
+  shim::pb::Any any;
   any.set_type_url(kRuncOptionsType);
   any.set_value(options.SerializeAsString());
   return any;
 }
 
-google::protobuf::Any other_any(const std::string& type_url, const std::string& value) {
-  google::protobuf::Any any;
+shim::pb::Any other_any(const std::string& type_url, const std::string& value) {
+  shim::pb::Any any;
   any.set_type_url(type_url);
   any.set_value(value);
   return any;

@@ -319,7 +319,7 @@ TEST_CASE("collect_v1_metrics ignores missing files the way IgnoreNotExist does"
 TEST_CASE("v1 Metrics bytes carry containerd's field numbers", "[cgroup]") {
   FakeV1 host;
   host.write_all();
-  google::protobuf::Any any;
+  shim::pb::Any any;
   REQUIRE(runc_shim::collect_metrics_any(host.fs, &host.paths, &any).ok());
   CHECK(any.type_url() == "io.containerd.cgroups.v1.Metrics");
 
@@ -359,7 +359,7 @@ TEST_CASE("v1 Metrics bytes carry containerd's field numbers", "[cgroup]") {
 }
 
 TEST_CASE("collect_metrics_any without a cgroup is the Go shim's NotFound", "[cgroup]") {
-  google::protobuf::Any any;
+  shim::pb::Any any;
   shim::Status status = runc_shim::collect_metrics_any(CgroupFs{}, nullptr, &any);
   CHECK(status == shim::Status(shim::Code::kNotFound, "cgroup does not exist: not found"));
 }

@@ -168,7 +168,7 @@ TEST_CASE("collect_v2_metrics defaults for missing and malformed files", "[cgrou
 TEST_CASE("v2 Metrics bytes carry containerd's field numbers", "[cgroup]") {
   FakeV2 host;
   host.write_all();
-  google::protobuf::Any any;
+  shim::pb::Any any;
   REQUIRE(runc_shim::collect_metrics_any(host.fs, &host.paths, &any).ok());
   CHECK(any.type_url() == "io.containerd.cgroups.v2.Metrics");
 

@@ -42,8 +42,8 @@ Argv with_globals(const Argv& command) {
   return argv;
 }
 
-google::protobuf::Any any_of(const std::string& type_url, const CheckpointOptions& options) {
-  google::protobuf::Any any;
+shim::pb::Any any_of(const std::string& type_url, const CheckpointOptions& options) {
+  shim::pb::Any any;
   any.set_type_url(type_url);
   any.set_value(options.SerializeAsString());
   return any;
@@ -59,7 +59,7 @@ TEST_CASE("CheckpointOptions Any: defaults, prefixes, wrong types", "[checkpoint
 
   CheckpointOptions decoded;
   decoded.set_open_tcp(true);  // cleared by the decoder
-  REQUIRE(runc_shim::decode_checkpoint_options(google::protobuf::Any(), &decoded).ok());
+  REQUIRE(runc_shim::decode_checkpoint_options(shim::pb::Any(), &decoded).ok());
   CHECK(decoded.SerializeAsString().empty());
 
   for (const char* url : {"containerd.runc.v1.CheckpointOptions",
@@ -76,7 +76,7 @@ TEST_CASE("CheckpointOptions Any: defaults, prefixes, wrong types", "[checkpoint
   CHECK(status.code() == shim::Code::kNotFound);
   CHECK(status.message() == "type with url containerd.linux.runc.CheckpointOptions: not found");
 
-  google::protobuf::Any garbage;
+  shim::pb::Any garbage;
   garbage.set_type_url("containerd.runc.v1.CheckpointOptions");
   garbage.set_value("\x0a\xff");  // field 1 length-delimited, truncated
   status = runc_shim::decode_checkpoint_options(garbage, &decoded);

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "containerd/events.pb.h"
-#include "containerd/events_service.pb.h"
+#include "shim/pb/containerd/events.pb.h"
+#include "shim/pb/containerd/events_service.pb.h"
 #include "shim/logger.h"
 #include "shim/ttrpc/router.h"
 #include "shim/ttrpc/server.h"

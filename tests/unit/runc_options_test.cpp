@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "containerd/runtimeoptions.pb.h"
+#include "shim/pb/runc/runtimeoptions.pb.h"
 #include "shim-runc/go_compat.h"
 #include "shim-runc/options.h"
 #include "support/temp_dir.h"
@@ -16,8 +16,8 @@ namespace {
 using runc_shim::DecodedOptions;
 using runc_shim::RuncOptions;
 
-google::protobuf::Any make_any(std::string type_url, std::string value) {
-  google::protobuf::Any any;
+shim::pb::Any make_any(std::string type_url, std::string value) {
+  shim::pb::Any any;
   any.set_type_url(std::move(type_url));
   any.set_value(std::move(value));
   return any;
@@ -71,7 +71,7 @@ TEST_CASE("runtime options Any: runc Options, bare or prefixed type_url", "[runc
 TEST_CASE("runtime options Any of other kinds mean no runc options", "[runc]") {
   DecodedOptions decoded;
   SECTION("no Any at all (empty type_url and value)") {
-    REQUIRE(runc_shim::decode_runc_options(google::protobuf::Any(), &decoded).ok());
+    REQUIRE(runc_shim::decode_runc_options(shim::pb::Any(), &decoded).ok());
     CHECK_FALSE(decoded.present);
     CHECK(decoded.note.empty());
   }

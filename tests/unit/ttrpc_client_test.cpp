@@ -5,7 +5,7 @@
 
 #include "support/ttrpc_harness.h"
 #include "support/unix_stream.h"
-#include "ttrpc.pb.h"
+#include "shim/pb/ttrpc.pb.h"
 
 namespace shim::ttrpc {
 namespace {
@@ -22,19 +22,19 @@ struct HandPlayedServer {
   test::UnixStreamListener listener{path};
 };
 
-::ttrpc::Request read_request(UnixStream& stream, std::uint32_t expected_id) {
+::shim::pb::ttrpc::Request read_request(UnixStream& stream, std::uint32_t expected_id) {
   auto frame = read_frame(stream);
   REQUIRE(frame);
   CHECK(frame->header.stream_id == expected_id);
   CHECK(frame->header.type == 1);
   CHECK(frame->header.flags == 0);
-  ::ttrpc::Request request;
+  ::shim::pb::ttrpc::Request request;
   REQUIRE(request.ParseFromString(frame->payload));
   return request;
 }
 
 std::string response_bytes(std::uint32_t id, const Status& status, const std::string& payload) {
-  ::ttrpc::Response response;
+  ::shim::pb::ttrpc::Response response;
   if (!status.ok()) {
     response.mutable_status()->set_code(static_cast<int>(status.code()));
     response.mutable_status()->set_message(status.message());
@@ -99,7 +99,7 @@ TEST_CASE("client request bytes match the protobuf encoding", "[ttrpc]") {
   auto pending = client.call_async("s.S", "M", std::string("\0p", 2), options);
   auto frame = read_frame(*peer);
   REQUIRE(frame);
-  ::ttrpc::Request expected;
+  ::shim::pb::ttrpc::Request expected;
   expected.set_service("s.S");
   expected.set_method("M");
   expected.set_payload(std::string("\0p", 2));

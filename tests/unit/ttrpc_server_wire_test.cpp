@@ -18,7 +18,7 @@
 
 #include "support/ttrpc_harness.h"
 #include "support/unix_stream.h"
-#include "ttrpc.pb.h"
+#include "shim/pb/ttrpc.pb.h"
 #include "ttrpc_test_service.h"
 
 namespace shim::ttrpc {
@@ -169,7 +169,7 @@ TEST_CASE("replies are byte-exact with Go ttrpc", "[ttrpc]") {
   CHECK(stream.read_exact(15) == std::string("\0\0\0\x05\0\0\0\x0b\x02\0\x12\x03" "abc", 15));
 
   REQUIRE(stream.write_all(request_frame_bytes(13, "foo.Bar", "X", "")));
-  ::ttrpc::Response expected;
+  ::shim::pb::ttrpc::Response expected;
   expected.mutable_status()->set_code(12);
   expected.mutable_status()->set_message("service foo.Bar");
   std::string expected_frame;

@@ -7,13 +7,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "containerd/events.pb.h"
-#include "containerd/events_service.pb.h"
-#include "containerd/task_v2.pb.h"
+#include "shim/pb/containerd/events.pb.h"
+#include "shim/pb/containerd/events_service.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/ttrpc/frame.h"
 #include "support/containerd_fixture.h"
 #include "support/wire_capture.h"
-#include "ttrpc.pb.h"
+#include "shim/pb/ttrpc.pb.h"
 
 namespace {
 
@@ -31,7 +31,7 @@ struct ForwardCase {
   const char* file;
   std::uint32_t stream_id;
   std::int64_t timeout_nano;
-  google::protobuf::Timestamp published;
+  shim::pb::Timestamp published;
   const char* topic;
   const char* type_url;
   // Builds the event we expect (and would publish).
@@ -48,7 +48,7 @@ void check_forward(const ForwardCase& c) {
   CHECK(frame.flags == 0);
   CHECK(frame.stream_id == c.stream_id);
 
-  auto request = parse_as<::ttrpc::Request>(frame.payload);
+  auto request = parse_as<::shim::pb::ttrpc::Request>(frame.payload);
   CHECK(request.service() == kEventsService);
   CHECK(request.method() == "Forward");
   CHECK(request.timeout_nano() == c.timeout_nano);
@@ -76,7 +76,7 @@ void check_forward(const ForwardCase& c) {
   CHECK(hex(c.event()) == hex(envelope.event().value()));
   CHECK(hex(ours.SerializeAsString()) == hex(request.payload()));
 
-  ::ttrpc::Request our_request;
+  ::shim::pb::ttrpc::Request our_request;
   our_request.set_service(kEventsService);
   our_request.set_method("Forward");
   our_request.set_payload(ours.SerializeAsString());
@@ -172,11 +172,11 @@ TEST_CASE("wire: TaskExit (exec and init) and TaskDelete Forward requests", "[wi
     const char* file;
     std::uint32_t stream;
     std::int64_t timeout;
-    google::protobuf::Timestamp published;
+    shim::pb::Timestamp published;
     const char* id;
     std::uint32_t pid;
     std::uint32_t status;
-    google::protobuf::Timestamp exited_at;
+    shim::pb::Timestamp exited_at;
   };
   const ExitCase exits[] = {
       {"events_forward_exit_exec_request", 9, 4999995114, timestamp(1795952571, 326460064), "e1",
@@ -232,7 +232,7 @@ TEST_CASE("wire: containerd answers Forward with a bare header", "[wire]") {
   CHECK(frame.raw.size() == 10);
   CHECK(frame.type == static_cast<std::uint8_t>(FrameType::kResponse));
   CHECK(frame.stream_id == 1);
-  auto response = parse_as<::ttrpc::Response>(frame.payload);
+  auto response = parse_as<::shim::pb::ttrpc::Response>(frame.payload);
   CHECK_FALSE(response.has_status());
   CHECK(response.payload().empty());
   shim::ttrpc::FrameHeader header = shim::ttrpc::decode_header(frame.raw.data());

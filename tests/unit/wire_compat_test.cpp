@@ -8,13 +8,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "containerd/runc_options.pb.h"
-#include "containerd/task_types.pb.h"
-#include "containerd/task_v2.pb.h"
+#include "shim/pb/runc/runc_options.pb.h"
+#include "shim/pb/containerd/task_types.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/status.h"
 #include "shim/ttrpc/frame.h"
 #include "support/wire_capture.h"
-#include "ttrpc.pb.h"
+#include "shim/pb/ttrpc.pb.h"
 
 namespace {
 
@@ -34,23 +34,23 @@ const std::string kInitFifo = kTmp + "/fifo/2146089585/t1-";
 const std::string kExecFifo = kTmp + "/fifo/3742492948/e1-";
 const std::string kTaskService = "containerd.task.v2.Task";
 
-::ttrpc::Request captured_request(const CapturedFrame& frame, std::uint32_t stream_id,
+::shim::pb::ttrpc::Request captured_request(const CapturedFrame& frame, std::uint32_t stream_id,
                                   const std::string& method) {
   CHECK(frame.type == static_cast<std::uint8_t>(FrameType::kRequest));
   CHECK(frame.flags == 0);
   CHECK(frame.stream_id == stream_id);
-  auto request = parse_as<::ttrpc::Request>(frame.payload);
+  auto request = parse_as<::shim::pb::ttrpc::Request>(frame.payload);
   CHECK(request.service() == kTaskService);
   CHECK(request.method() == method);
   CHECK(request.metadata_size() == 0);  // containerd 1.6 sends none to shims
   return request;
 }
 
-::ttrpc::Response captured_response(const CapturedFrame& frame, std::uint32_t stream_id) {
+::shim::pb::ttrpc::Response captured_response(const CapturedFrame& frame, std::uint32_t stream_id) {
   CHECK(frame.type == static_cast<std::uint8_t>(FrameType::kResponse));
   CHECK(frame.flags == 0);
   CHECK(frame.stream_id == stream_id);
-  auto response = parse_as<::ttrpc::Response>(frame.payload);
+  auto response = parse_as<::shim::pb::ttrpc::Response>(frame.payload);
   CHECK_FALSE(response.has_status());  // success: status omitted
   return response;
 }
@@ -65,12 +65,12 @@ std::string our_frame(std::uint32_t stream_id, FrameType type, const std::string
 void check_request_bytes(const CapturedFrame& frame, const std::string& method,
                          const google::protobuf::MessageLite& inner,
                          std::int64_t timeout_nano = 0) {
-  ::ttrpc::Request ours;
+  ::shim::pb::ttrpc::Request ours;
   ours.set_service(kTaskService);
   ours.set_method(method);
   ours.set_payload(inner.SerializeAsString());
   ours.set_timeout_nano(timeout_nano);
-  CHECK(hex(inner.SerializeAsString()) == hex(parse_as<::ttrpc::Request>(frame.payload).payload()));
+  CHECK(hex(inner.SerializeAsString()) == hex(parse_as<::shim::pb::ttrpc::Request>(frame.payload).payload()));
   CHECK(hex(ours.SerializeAsString()) == hex(frame.payload));
   CHECK(hex(our_frame(frame.stream_id, FrameType::kRequest, ours.SerializeAsString())) ==
         hex(frame.raw));
@@ -78,9 +78,9 @@ void check_request_bytes(const CapturedFrame& frame, const std::string& method,
 
 // The shim's successful Response rebuilt by us must match the captured frame.
 void check_response_bytes(const CapturedFrame& frame, const google::protobuf::MessageLite& reply) {
-  ::ttrpc::Response ours;
+  ::shim::pb::ttrpc::Response ours;
   ours.set_payload(reply.SerializeAsString());
-  CHECK(hex(reply.SerializeAsString()) == hex(parse_as<::ttrpc::Response>(frame.payload).payload()));
+  CHECK(hex(reply.SerializeAsString()) == hex(parse_as<::shim::pb::ttrpc::Response>(frame.payload).payload()));
   CHECK(hex(ours.SerializeAsString()) == hex(frame.payload));
   CHECK(hex(our_frame(frame.stream_id, FrameType::kResponse, ours.SerializeAsString())) ==
         hex(frame.raw));
@@ -93,7 +93,7 @@ void check_empty_response(const std::string& name, std::uint32_t stream_id) {
   CHECK(frame.length == 0);
   auto response = captured_response(frame, stream_id);
   CHECK(response.payload().empty());
-  CHECK(hex(our_frame(stream_id, FrameType::kResponse, ::ttrpc::Response().SerializeAsString())) ==
+  CHECK(hex(our_frame(stream_id, FrameType::kResponse, ::shim::pb::ttrpc::Response().SerializeAsString())) ==
         hex(frame.raw));
 }
 
@@ -184,7 +184,7 @@ TEST_CASE("wire: an error status for an unknown exec", "[wire]") {
   auto frame = load_captured_frame("task_state_exec_unknown_error_response");
   CHECK(frame.type == static_cast<std::uint8_t>(FrameType::kResponse));
   CHECK(frame.stream_id == 43);
-  auto response = parse_as<::ttrpc::Response>(frame.payload);
+  auto response = parse_as<::shim::pb::ttrpc::Response>(frame.payload);
   REQUIRE(response.has_status());
   CHECK(response.status().code() == 5);
   CHECK(response.status().message() == "process does not exist nope: not found");
@@ -193,7 +193,7 @@ TEST_CASE("wire: an error status for an unknown exec", "[wire]") {
 
   // libshim's NotFound helper produces the same status text.
   shim::Status status = shim::not_found("process does not exist nope");
-  ::ttrpc::Response ours;
+  ::shim::pb::ttrpc::Response ours;
   ours.mutable_status()->set_code(static_cast<int>(status.code()));
   ours.mutable_status()->set_message(status.message());
   CHECK(hex(our_frame(43, FrameType::kResponse, ours.SerializeAsString())) == hex(frame.raw));
@@ -359,7 +359,7 @@ TEST_CASE("wire: Wait and Delete of an exec and of an init", "[wire]") {
     const char* exec_id;
     std::uint32_t pid;  // Delete only
     std::uint32_t exit_status;
-    google::protobuf::Timestamp exited_at;
+    shim::pb::Timestamp exited_at;
   };
   const ExitCase cases[] = {
       {"Wait", "task_wait_exec", 23, "t1", "e1", 0, 3, timestamp(1795952571, 325659803)},

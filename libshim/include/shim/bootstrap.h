@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "containerd/bootstrap.pb.h"
-#include "google/protobuf/any.pb.h"
+#include "shim/pb/containerd/bootstrap.pb.h"
+#include "shim/pb/any.pb.h"
 
 namespace shim {
 
@@ -38,9 +38,9 @@ struct StartInput {
 
   // The runtime options: the legacy Any, or the first extension (of a wanted type when
   // wanted types were given).
-  std::optional<google::protobuf::Any> options;
+  std::optional<shim::pb::Any> options;
   // Every Any received: the legacy Any, or each extension's value in order.
-  std::vector<google::protobuf::Any> all_options;
+  std::vector<shim::pb::Any> all_options;
 
   // Set only for kBootstrapParams.
   std::string instance_id;

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "containerd/events.pb.h"
+#include "shim/pb/containerd/events.pb.h"
 #include "shim/exit.h"
 #include "shim/publisher.h"
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "containerd/task_v2.pb.h"
-#include "containerd/types.pb.h"
-#include "google/protobuf/any.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/pb/containerd/types.pb.h"
+#include "shim/pb/any.pb.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
 #include "shim/task_service.h"
@@ -34,7 +34,7 @@ struct StartContext {
   std::string socket_dir;     // BootstrapParams.socket_dir (2.3+) or /run/containerd/s
   bool debug = false;
   bool bootstrap_params = false;  // stdin was a 2.3+ BootstrapParams
-  std::optional<google::protobuf::Any> options;  // runtime options, if any were sent
+  std::optional<shim::pb::Any> options;  // runtime options, if any were sent
 };
 
 // How the `start` action launches the long-lived server. The library's defaults suit
@@ -72,7 +72,7 @@ class Manager {
   virtual Status stop(const StopContext& context, task::DeleteResponse* response) = 0;
 
   // The -info action (containerd 2.x). `options` is the runtime options Any, if any.
-  virtual Status info(const std::optional<google::protobuf::Any>& options,
+  virtual Status info(const std::optional<shim::pb::Any>& options,
                       containerd::types::RuntimeInfo* info) const;
 
   // The task service the long-lived server serves; called once in the daemon.

@@ -9,8 +9,8 @@
 
 #include <string_view>
 
-#include "containerd/task_v2.pb.h"
-#include "google/protobuf/empty.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/pb/empty.pb.h"
 #include "shim/ttrpc/call.h"
 #include "shim/ttrpc/router.h"
 #include "shim/ttrpc/typed.h"
@@ -18,7 +18,7 @@
 namespace shim {
 
 namespace task = ::containerd::task::v2;
-using Empty = ::google::protobuf::Empty;
+using Empty = ::shim::pb::Empty;
 using ttrpc::CallInfo;
 using ttrpc::Reply;
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "google/protobuf/timestamp.pb.h"
+#include "shim/pb/timestamp.pb.h"
 #include "shim/exit.h"
 
 namespace shim {
@@ -13,18 +13,18 @@ namespace shim {
 // containerd release decodes it the same way; an absent field or 0 would not be.
 inline constexpr std::int64_t kGoZeroTimeSeconds = -62135596800;
 
-inline google::protobuf::Timestamp to_timestamp(std::chrono::system_clock::time_point t) {
+inline shim::pb::Timestamp to_timestamp(std::chrono::system_clock::time_point t) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  google::protobuf::Timestamp ts;
+  shim::pb::Timestamp ts;
   ts.set_seconds(ns / 1'000'000'000);
   ts.set_nanos(static_cast<int>(ns % 1'000'000'000));
   return ts;
 }
 
 // The exit time of `exit`, or the Go zero time while the process has not exited.
-inline google::protobuf::Timestamp exited_at(const std::optional<ProcessExit>& exit) {
+inline shim::pb::Timestamp exited_at(const std::optional<ProcessExit>& exit) {
   if (exit) return to_timestamp(exit->exited_at);
-  google::protobuf::Timestamp ts;
+  shim::pb::Timestamp ts;
   ts.set_seconds(kGoZeroTimeSeconds);
   return ts;
 }
