@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "shim/ttrpc/frame.h"
+#include "ttrpc/frame.h"
 // The envelope codec is internal to libshim (not a public header) but is the other half
 // of what every call pays, so it is measured too.
 #include "../libshim/src/ttrpc/wire.h"

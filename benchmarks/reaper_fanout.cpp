@@ -31,9 +31,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "shim/posix_spawner.h"
-#include "shim/signal_watcher.h"
-#include "shim/signalfd_reaper.h"
+#include "process/posix_spawner.h"
+#include "process/signal_watcher.h"
+#include "process/signalfd_reaper.h"
 
 namespace {
 

@@ -27,7 +27,7 @@
 #include "shim/clock.h"
 #include "shim/logger.h"
 
-#include "shim-runc/process_io.h"
+#include "shim/stdio/process_io.h"
 
 namespace {
 
@@ -98,13 +98,13 @@ bool reaped_ok(pid_t pid) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-Sample run_once(runc_shim::CopyMethod method, const std::string& fifo, std::uint64_t total,
+Sample run_once(shim::CopyMethod method, const std::string& fifo, std::uint64_t total,
                 std::size_t chunk, const shim::Logger& logger) {
   boost::asio::io_context io;
-  std::unique_ptr<runc_shim::ProcessIO> pio;
-  runc_shim::StdioSpec spec{"", fifo, ""};
-  shim::Status status = runc_shim::ProcessIO::create(io.get_executor(), spec, -1, -1, logger,
-                                                     &pio, runc_shim::ProcessIOOptions{method});
+  std::unique_ptr<shim::ProcessIO> pio;
+  shim::StdioSpec spec{"", fifo, ""};
+  shim::Status status = shim::ProcessIO::create(io.get_executor(), spec, -1, -1, logger,
+                                                     &pio, shim::ProcessIOOptions{method});
   if (!status.ok()) {
     std::fprintf(stderr, "create: %s\n", status.to_string().c_str());
     std::exit(1);
@@ -130,7 +130,7 @@ Sample run_once(runc_shim::CopyMethod method, const std::string& fifo, std::uint
   rusage after{};
   ::getrusage(RUSAGE_SELF, &after);
 
-  sample.bytes = pio->copied_bytes(runc_shim::StdioStream::kStdout);
+  sample.bytes = pio->copied_bytes(shim::StdioStream::kStdout);
   pio->close();
   pio.reset();
   io.restart();
@@ -168,8 +168,8 @@ int main(int argc, char** argv) {
   shim::SystemClock clock;
   shim::Logger logger(std::make_shared<shim::FdLogSink>(2), clock, shim::LogLevel::kWarn);
 
-  const runc_shim::CopyMethod methods[] = {runc_shim::CopyMethod::kSplice,
-                                           runc_shim::CopyMethod::kReadWrite};
+  const shim::CopyMethod methods[] = {shim::CopyMethod::kSplice,
+                                           shim::CopyMethod::kReadWrite};
   std::vector<Sample> samples[2];
   bool all_ok = true;
   for (int run = 0; run < runs; ++run) {

@@ -25,7 +25,7 @@
 
 #include "shim/ttrpc/client.h"
 #include "shim/ttrpc/router.h"
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 
 // ---- allocation counting (this binary only) ----------------------------------------
 

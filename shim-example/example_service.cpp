@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "shim/fs.h"
-#include "shim/reaper.h"
-#include "shim/spawner.h"
+#include "shim/process/reaper.h"
+#include "shim/process/spawner.h"
 #include "shim/timestamp.h"
 
 namespace example {

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "fifo_readers.h"
-#include "shim/lifecycle_events.h"
-#include "shim/process_handle.h"
+#include "shim/events/lifecycle_events.h"
+#include "shim/process/process_handle.h"
 #include "shim/service_context.h"
-#include "shim/subscription.h"
+#include "shim/process/subscription.h"
 #include "shim/task_service.h"
 
 namespace example {

@@ -8,13 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "shim-runc/go_compat.h"
-#include "shim-runc/mount.h"
-#include "shim-runc/options.h"
-#include "shim-runc/runc_client.h"
-#include "shim-runc/runc_command.h"
-#include "shim-runc/runc_service.h"
-#include "shim/action_environment.h"
+#include "shim/gocompat.h"
+#include "shim-runc/runc/options.h"
+#include "shim-runc/runc/runc_client.h"
+#include "shim-runc/runc/runc_command.h"
+#include "shim-runc/runc_runtime.h"
+#include "shim/process/action_environment.h"
 #include "shim/clock.h"
 #include "shim/fs.h"
 #include "shim/logger.h"
@@ -35,7 +34,7 @@ bool runc_has_no_state(const RuncCommandLine& command_line, const std::string& i
   if (binary != "runc" && !binary.ends_with("/runc")) return false;
   if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos) return false;
   struct stat st;
-  std::string dir = go_join_path(command_line.state_root(), id);
+  std::string dir = shim::go_join_path(command_line.state_root(), id);
   return ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT;
 }
 
@@ -64,10 +63,10 @@ shim::DaemonOptions RuncManager::daemon_options(const shim::StartContext& contex
 
 // The `delete` action, as the Go shim: the bundle is <dir of cwd>/<id>; runc's binary
 // and root come from the files Create left there; runc delete --force (skipped when runc
-// has no state for the container) and the rootfs unmount are best effort; the answer
-// says the init was killed (137) now.
-shim::Status RuncManager::stop(const shim::StopContext& context, shim::task::DeleteResponse* response) {
-  std::string bundle = context.bundle;
+// has no state for the container) is best effort; libshim then unmounts the rootfs and
+// answers that the init was killed (137) now.
+shim::Status RuncManager::cleanup(const shim::StopContext& context, std::int64_t* init_pid) {
+  const std::string& bundle = context.bundle;
   std::string binary;
   if (auto s = read_runtime(bundle, &binary); !s.ok()) return s;
   RuncOptions options;
@@ -78,22 +77,16 @@ shim::Status RuncManager::stop(const shim::StopContext& context, shim::task::Del
   shim::SystemClock clock;
   shim::Logger logger(std::make_shared<shim::FdLogSink>(STDERR_FILENO), clock);
   if (!runc_has_no_state(command_line, context.id)) force_delete(command_line.config(), context.id, logger);
-  if (auto s = unmount_all(rootfs_path(bundle)); !s.ok()) {
-    logger.warn("failed to cleanup rootfs mount", {{"error", s.message()}});
-  }
   std::string pid_text;
-  std::int64_t pid = -1;
+  *init_pid = -1;
   if (shim::read_file(command_line.init_pid_file(), &pid_text).ok()) {
-    pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    *init_pid = std::strtol(pid_text.c_str(), nullptr, 10);
   }
-  response->set_pid(static_cast<std::uint32_t>(pid));  // -1 -> 4294967295, as Go's uint32(-1)
-  response->set_exit_status(128 + SIGKILL);
-  *response->mutable_exited_at() = shim::to_timestamp(std::chrono::system_clock::now());
   return {};
 }
 
-std::unique_ptr<shim::TaskService> RuncManager::create_task_service(shim::ServiceContext& context) {
-  return std::make_unique<RuncService>(context);
+std::unique_ptr<shim::Runtime> RuncManager::create_runtime(shim::ServiceContext& context) {
+  return std::make_unique<RuncRuntime>(context);
 }
 
 }  // namespace runc_shim

@@ -1,17 +1,17 @@
 // RuncManager: the runc shim's answers to the binary protocol: its name, the shim cgroup
-// from the runtime options, the `delete` action's cleanup and -info.
+// from the runtime options, the `delete` action's clean-up, -info, and its Runtime.
 #pragma once
 
-#include "shim/manager.h"
+#include "shim/runtime_manager.h"
 
 namespace runc_shim {
 
-class RuncManager final : public shim::Manager {
+class RuncManager final : public shim::RuntimeManager {
  public:
   std::string name() const override { return "io.containerd.runc.v2"; }
   shim::DaemonOptions daemon_options(const shim::StartContext& context) const override;
-  shim::Status stop(const shim::StopContext& context, shim::task::DeleteResponse* response) override;
-  std::unique_ptr<shim::TaskService> create_task_service(shim::ServiceContext& context) override;
+  shim::Status cleanup(const shim::StopContext& context, std::int64_t* init_pid) override;
+  std::unique_ptr<shim::Runtime> create_runtime(shim::ServiceContext& context) override;
 };
 
 }  // namespace runc_shim

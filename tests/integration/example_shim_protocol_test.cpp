@@ -31,7 +31,7 @@
 #include "shim/pb/any.pb.h"
 #include "shim/pb/empty.pb.h"
 #include "shim/ttrpc/router.h"
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 #include "support/io_thread.h"
 #include "support/containerd_fixture.h"
 #include "support/temp_dir.h"

@@ -16,7 +16,7 @@
 #include "shim/pb/containerd/events_service.pb.h"
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/ttrpc/router.h"
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 #include "shim/ttrpc/typed.h"
 #include "support/containerd_fixture.h"
 #include "support/io_thread.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "shim/publisher.h"
+#include "shim/events/publisher.h"
 
 namespace shim::testing {
 

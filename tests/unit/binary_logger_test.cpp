@@ -22,19 +22,19 @@
 
 #include "isolated_child.h"
 #include "reaper_fixture.h"
-#include "shim-runc/binary_logger.h"
-#include "shim-runc/process_io.h"
-#include "shim-runc/stdio_uri.h"
-#include "shim/posix_spawner.h"
+#include "stdio/binary_logger.h"
+#include "shim/stdio/process_io.h"
+#include "stdio/stdio_uri.h"
+#include "process/posix_spawner.h"
 #include "stdio_test_helpers.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-using runc_shim::BinaryLogger;
-using runc_shim::BinaryLoggerSettings;
-namespace stdio = runc_shim::stdio;
+using shim::BinaryLogger;
+using shim::BinaryLoggerSettings;
+namespace stdio = shim::stdio;
 using shim_test::ChildReport;
 using shim_test::ExitCollector;
 using shim_test::LoopWithReaper;
@@ -115,9 +115,9 @@ struct Harness {
   shim::Status make(const char* script, const std::string& scheme, const std::string& query,
                     std::shared_ptr<BinaryLogger>* logger) {
     path = write_logger(dir, script);
-    runc_shim::StdioUri uri;
+    shim::StdioUri uri;
     std::string text = fmt::format("{}://{}{}", scheme, path, query.empty() ? "" : "?" + query);
-    if (auto s = runc_shim::parse_stdio_uri(text, &uri); !s.ok()) return s;
+    if (auto s = shim::parse_stdio_uri(text, &uri); !s.ok()) return s;
     return BinaryLogger::create(loop.io.get_executor(), uri, settings(), stdio_test::test_logger(),
                                 logger);
   }
@@ -177,7 +177,7 @@ std::vector<int> open_fds(pid_t pid) {
 }  // namespace
 
 TEST_CASE("logger arguments follow Go's url.Query in query order", "[binary-logger]") {
-  using runc_shim::binary_logger_args;
+  using shim::binary_logger_args;
   CHECK(binary_logger_args("") == std::vector<std::string>{});
   CHECK(binary_logger_args("key=value&alpha=1") == std::vector<std::string>{"key", "value", "alpha", "1"});
   CHECK(binary_logger_args("z=two+words%21&k%3D=a%26b") ==
@@ -380,11 +380,11 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
     LoopWithReaper loop;
     Harness h(loop);
     std::string path = write_logger(h.dir, kCopyLogger);
-    runc_shim::StdioSpec spec{"", "binary://" + path + "?a=b", "binary://" + path + "?a=b"};
-    runc_shim::ProcessIOOptions options;
+    shim::StdioSpec spec{"", "binary://" + path + "?a=b", "binary://" + path + "?a=b"};
+    shim::ProcessIOOptions options;
     options.binary_logger = h.settings();
-    std::unique_ptr<runc_shim::ProcessIO> io;
-    shim::Status created = runc_shim::ProcessIO::create(loop.io.get_executor(), spec, 0, 0,
+    std::unique_ptr<shim::ProcessIO> io;
+    shim::Status created = shim::ProcessIO::create(loop.io.get_executor(), spec, 0, 0,
                                                         stdio_test::test_logger(), &io, options);
     if (!report.check(created.ok(), created.to_string())) return;
     report.check(io->runtime_stdin() == -1, "stdin pipe for a logger");
@@ -419,8 +419,8 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
                  "after_logger_exit ran before the logger had handled SIGTERM");
     report.check(eventually([&] { return ::kill(pid, 0) != 0; }, 2s), "logger not reaped");
     // Without a logger `next` runs right away.
-    std::unique_ptr<runc_shim::ProcessIO> null_io;
-    report.check(runc_shim::ProcessIO::create(loop.io.get_executor(), {}, 0, 0, stdio_test::test_logger(),
+    std::unique_ptr<shim::ProcessIO> null_io;
+    report.check(shim::ProcessIO::create(loop.io.get_executor(), {}, 0, 0, stdio_test::test_logger(),
                                               &null_io, options).ok(), "null io");
     bool ran = false;
     null_io->after_logger_exit([&] { ran = true; });
@@ -428,13 +428,13 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
     loop.run_on_loop([&] { null_io.reset(); });
 
     // Without a reaper and spawner, binary:// stays unimplemented.
-    std::unique_ptr<runc_shim::ProcessIO> plain;
-    shim::Status unimplemented = runc_shim::ProcessIO::create(loop.io.get_executor(), spec, 0, 0,
+    std::unique_ptr<shim::ProcessIO> plain;
+    shim::Status unimplemented = shim::ProcessIO::create(loop.io.get_executor(), spec, 0, 0,
                                                               stdio_test::test_logger(), &plain);
     report.check(unimplemented.code() == shim::Code::kUnimplemented, unimplemented.to_string());
     // A failing start job names the I/O setup, as the Go shim does.
-    runc_shim::StdioSpec missing{"", "binary-v2:///nonexistent/logger", ""};
-    shim::Status created2 = runc_shim::ProcessIO::create(loop.io.get_executor(), missing, 0, 0,
+    shim::StdioSpec missing{"", "binary-v2:///nonexistent/logger", ""};
+    shim::Status created2 = shim::ProcessIO::create(loop.io.get_executor(), missing, 0, 0,
                                                          stdio_test::test_logger(), &plain, options);
     if (!report.check(created2.ok(), created2.to_string())) return;
     shim::Status failed = plain->logger_starter()();

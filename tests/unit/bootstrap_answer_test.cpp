@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "shim/pb/containerd/bootstrap.pb.h"
-#include "shim/sha256.h"
-#include "shim/start_answer.h"
+#include "socket/sha256.h"
+#include "protocol/start_answer.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "shim/pb/runc/runc_options.pb.h"
-#include "shim/bootstrap.h"
+#include "protocol/bootstrap.h"
 
 namespace {
 

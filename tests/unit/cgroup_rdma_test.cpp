@@ -4,10 +4,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/cgroup_file.h"
+#include "linux/cgroup_file.h"
 
-using runc_shim::parse_rdma_lines;
-using runc_shim::RdmaLine;
+using shim::parse_rdma_lines;
+using shim::RdmaLine;
 
 TEST_CASE("parse_rdma_lines reads devices, max and bad values", "[cgroup]") {
   std::vector<RdmaLine> lines = parse_rdma_lines(

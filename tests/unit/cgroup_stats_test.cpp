@@ -10,20 +10,21 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/cgroup.h"
-#include "shim-runc/cgroup_file.h"
-#include "shim-runc/go_compat.h"
+#include "shim/linux/cgroup.h"
+#include "linux/cgroup_metrics.h"
+#include "linux/cgroup_file.h"
+#include "shim/gocompat.h"
 #include "cgroup_test_helpers.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 using namespace cgroup_test;
-using runc_shim::CgroupFs;
-using runc_shim::CgroupPaths;
-using runc_shim::CgroupVersion;
-namespace v1 = runc_shim::cgroups_v1;
-namespace v2 = runc_shim::cgroups_v2;
+using shim::CgroupFs;
+using shim::CgroupPaths;
+using shim::CgroupVersion;
+namespace v1 = shim::cgroups_v1;
+namespace v2 = shim::cgroups_v2;
 
 // A fake v1 host: <tmp>/cgroup/<controller>/ctr for one container, /proc files,
 // hugepages.
@@ -104,8 +105,8 @@ struct FakeV1 {
 
 TEST_CASE("parse_proc_cgroup splits controllers, named hierarchies and the unified path",
           "[cgroup]") {
-  runc_shim::ProcCgroup parsed;
-  REQUIRE(runc_shim::parse_proc_cgroup("9:name=systemd:/sys\n4:memory:/m\n2:cpu,cpuacct:/c\n0::/u\n",
+  shim::ProcCgroup parsed;
+  REQUIRE(shim::parse_proc_cgroup("9:name=systemd:/sys\n4:memory:/m\n2:cpu,cpuacct:/c\n0::/u\n",
                                        &parsed)
               .ok());
   CHECK(parsed.controllers.size() == 4);
@@ -116,35 +117,35 @@ TEST_CASE("parse_proc_cgroup splits controllers, named hierarchies and the unifi
   CHECK(parsed.has_unified);
   CHECK(parsed.unified == "/u");
 
-  REQUIRE(runc_shim::parse_proc_cgroup("0::/only/unified\n", &parsed).ok());
+  REQUIRE(shim::parse_proc_cgroup("0::/only/unified\n", &parsed).ok());
   CHECK(parsed.controllers.empty());
   CHECK(parsed.unified == "/only/unified");
 
-  shim::Status bad = runc_shim::parse_proc_cgroup("4:memory:/m\ngarbage\n", &parsed);
+  shim::Status bad = shim::parse_proc_cgroup("4:memory:/m\ngarbage\n", &parsed);
   CHECK(bad.code() == shim::Code::kUnknown);
   CHECK(bad.message() == "invalid cgroup entry: \"garbage\"");
 }
 
 TEST_CASE("cgroup file parsing follows the Go library", "[cgroup]") {
   std::uint64_t value = 99;
-  CHECK(runc_shim::parse_uint_lenient("18446744073709551615", &value).ok());
+  CHECK(shim::parse_uint_lenient("18446744073709551615", &value).ok());
   CHECK(value == std::numeric_limits<std::uint64_t>::max());
-  CHECK(runc_shim::parse_uint_lenient("-1", &value).ok());
+  CHECK(shim::parse_uint_lenient("-1", &value).ok());
   CHECK(value == 0);
   value = 99;
-  CHECK(runc_shim::parse_uint_lenient("-99999999999999999999999", &value).ok());
+  CHECK(shim::parse_uint_lenient("-99999999999999999999999", &value).ok());
   CHECK(value == 0);
-  CHECK(runc_shim::parse_uint_lenient("-0", &value).message() ==
+  CHECK(shim::parse_uint_lenient("-0", &value).message() ==
         "strconv.ParseUint: parsing \"-0\": invalid syntax");
-  CHECK(runc_shim::parse_uint_strict("18446744073709551616", &value).message() ==
+  CHECK(shim::parse_uint_strict("18446744073709551616", &value).message() ==
         "strconv.ParseUint: parsing \"18446744073709551616\": value out of range");
-  CHECK(runc_shim::parse_uint_strict("-1", &value).message() ==
+  CHECK(shim::parse_uint_strict("-1", &value).message() ==
         "strconv.ParseUint: parsing \"-1\": invalid syntax");
 
   std::string key;
-  CHECK(runc_shim::parse_kv("a 1 2", &key, &value).message() ==
+  CHECK(shim::parse_kv("a 1 2", &key, &value).message() ==
         "cgroups: parsing file with invalid format failed");
-  REQUIRE(runc_shim::parse_kv("  rss\t42 ", &key, &value).ok());
+  REQUIRE(shim::parse_kv("  rss\t42 ", &key, &value).ok());
   CHECK(key == "rss");
   CHECK(value == 42);
 
@@ -152,11 +153,11 @@ TEST_CASE("cgroup file parsing follows the Go library", "[cgroup]") {
   for (const char* name : {"hugepages-2048kB", "hugepages-1048576kB", "hugepages-64kB",
                            "hugepages-1536kB", "not-a-size"})
     make_dirs(tmp.sub(name));
-  CHECK(runc_shim::hugepage_sizes_v1(tmp.path()) ==
+  CHECK(shim::hugepage_sizes_v1(tmp.path()) ==
         std::vector<std::string>{"1GB", "1.5MB", "2MB", "64KB"});
-  CHECK(runc_shim::hugepage_sizes_v2(tmp.path()) ==
+  CHECK(shim::hugepage_sizes_v2(tmp.path()) ==
         std::vector<std::string>{"1GB", "1MB", "2MB", "64KB"});
-  CHECK(runc_shim::hugepage_sizes_v1(tmp.sub("missing")).empty());
+  CHECK(shim::hugepage_sizes_v1(tmp.sub("missing")).empty());
 }
 
 TEST_CASE("load_cgroup finds v1 controller directories and the v2 path", "[cgroup]") {
@@ -174,7 +175,7 @@ TEST_CASE("load_cgroup finds v1 controller directories and the v2 path", "[cgrou
     make_dirs(fs.root + "/" + dir);  // no blkio/ctr: left out
 
   CgroupPaths paths;
-  REQUIRE(runc_shim::load_cgroup(fs, CgroupVersion::kV1, 42, &paths).ok());
+  REQUIRE(shim::load_cgroup(fs, CgroupVersion::kV1, 42, &paths).ok());
   CHECK(paths.version == CgroupVersion::kV1);
   CHECK(paths.controllers.size() == 5);
   CHECK(paths.dir("memory") == fs.root + "/memory/ctr");
@@ -182,30 +183,30 @@ TEST_CASE("load_cgroup finds v1 controller directories and the v2 path", "[cgrou
   CHECK(paths.dir("name=systemd") == fs.root + "/systemd/ctr");
   CHECK(paths.dir("blkio").empty());
 
-  REQUIRE(runc_shim::load_cgroup(fs, CgroupVersion::kV2, 42, &paths).ok());
+  REQUIRE(shim::load_cgroup(fs, CgroupVersion::kV2, 42, &paths).ok());
   CHECK(paths.version == CgroupVersion::kV2);
   CHECK(paths.unified == fs.root + "/k8s/ctr");
   CHECK(paths.dir("memory") == paths.unified);
 
-  shim::Status gone = runc_shim::load_cgroup(fs, CgroupVersion::kV1, 43, &paths);
+  shim::Status gone = shim::load_cgroup(fs, CgroupVersion::kV1, 43, &paths);
   CHECK(gone.code() == shim::Code::kNotFound);
   CHECK(gone.message().starts_with("parse cgroup file " + fs.proc + "/43/cgroup: open "));
 
   write(fs.proc + "/44/cgroup", "4:memory:/deleted\n");
-  shim::Status deleted = runc_shim::load_cgroup(fs, CgroupVersion::kV1, 44, &paths);
+  shim::Status deleted = shim::load_cgroup(fs, CgroupVersion::kV1, 44, &paths);
   CHECK(deleted == shim::Status(shim::Code::kNotFound, "cgroups: cgroup deleted"));
-  CHECK(runc_shim::load_cgroup(fs, CgroupVersion::kV2, 44, &paths).message() ==
+  CHECK(shim::load_cgroup(fs, CgroupVersion::kV2, 44, &paths).message() ==
         "cgroup path not found");
 }
 
 TEST_CASE("host_cgroup_version is v2 only on a cgroup2 mount", "[cgroup]") {
   shim::test::TempDir tmp("cgv-");
-  CHECK(runc_shim::host_cgroup_version(tmp.path()) == CgroupVersion::kV1);
+  CHECK(shim::host_cgroup_version(tmp.path()) == CgroupVersion::kV1);
   // A hybrid host's /sys/fs/cgroup/unified is cgroup2, /sys/fs/cgroup is not.
   struct stat st {};
   if (::stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0) {
-    CHECK(runc_shim::host_cgroup_version("/sys/fs/cgroup/unified") == CgroupVersion::kV2);
-    CHECK(runc_shim::host_cgroup_version("/sys/fs/cgroup") == CgroupVersion::kV1);
+    CHECK(shim::host_cgroup_version("/sys/fs/cgroup/unified") == CgroupVersion::kV2);
+    CHECK(shim::host_cgroup_version("/sys/fs/cgroup") == CgroupVersion::kV1);
   }
 }
 
@@ -213,7 +214,7 @@ TEST_CASE("collect_v1_metrics reads every v1 controller file", "[cgroup]") {
   FakeV1 host;
   host.write_all();
   v1::Metrics m;
-  REQUIRE(runc_shim::collect_v1_metrics(host.fs, host.paths, &m).ok());
+  REQUIRE(shim::collect_v1_metrics(host.fs, host.paths, &m).ok());
 
   const v1::MemoryStat& mem = m.memory();
   CHECK(mem.cache() == 4096);
@@ -281,7 +282,7 @@ TEST_CASE("collect_v1_metrics ignores missing files the way IgnoreNotExist does"
   SECTION("no swap accounting: memsw missing stops the entries, no error") {
     host.write_memory(false);
     v1::Metrics m;
-    REQUIRE(runc_shim::collect_v1_metrics(host.fs, host.paths, &m).ok());
+    REQUIRE(shim::collect_v1_metrics(host.fs, host.paths, &m).ok());
     CHECK(m.memory().usage().usage() == 1000);
     CHECK(m.memory().has_swap());
     CHECK(m.memory().swap().usage() == 0);
@@ -292,7 +293,7 @@ TEST_CASE("collect_v1_metrics ignores missing files the way IgnoreNotExist does"
     v1::Metrics m;
     CgroupPaths gone = host.paths;
     for (auto& [name, dir] : gone.controllers) dir += "/gone";
-    REQUIRE(runc_shim::collect_v1_metrics(host.fs, gone, &m).ok());
+    REQUIRE(shim::collect_v1_metrics(host.fs, gone, &m).ok());
     CHECK(m.has_cpu());
     CHECK(m.cpu().has_usage());
     CHECK(m.cpu().has_throttling());
@@ -306,12 +307,12 @@ TEST_CASE("collect_v1_metrics ignores missing files the way IgnoreNotExist does"
     host.write_all();
     write(host.dir("memory") + "/memory.stat", "cache 1\nbroken line here\n");
     v1::Metrics m;
-    shim::Status status = runc_shim::collect_v1_metrics(host.fs, host.paths, &m);
+    shim::Status status = shim::collect_v1_metrics(host.fs, host.paths, &m);
     CHECK(status == shim::unknown("1: cgroups: parsing file with invalid format failed"));
 
     write(host.dir("memory") + "/memory.stat", "cache 1\n");
     write(host.dir("cpuacct") + "/cpuacct.stat", "user 1\n");
-    status = runc_shim::collect_v1_metrics(host.fs, host.paths, &m);
+    status = shim::collect_v1_metrics(host.fs, host.paths, &m);
     CHECK(status.message() == "\"" + host.dir("cpuacct") + "/cpuacct.stat\" is expected to have 4 fields");
   }
 }
@@ -320,7 +321,7 @@ TEST_CASE("v1 Metrics bytes carry containerd's field numbers", "[cgroup]") {
   FakeV1 host;
   host.write_all();
   shim::pb::Any any;
-  REQUIRE(runc_shim::collect_metrics_any(host.fs, &host.paths, &any).ok());
+  REQUIRE(shim::collect_metrics_any(host.fs, &host.paths, &any).ok());
   CHECK(any.type_url() == "io.containerd.cgroups.v1.Metrics");
 
   std::vector<WireField> top = decode(any.value());
@@ -360,6 +361,6 @@ TEST_CASE("v1 Metrics bytes carry containerd's field numbers", "[cgroup]") {
 
 TEST_CASE("collect_metrics_any without a cgroup is the Go shim's NotFound", "[cgroup]") {
   shim::pb::Any any;
-  shim::Status status = runc_shim::collect_metrics_any(CgroupFs{}, nullptr, &any);
+  shim::Status status = shim::collect_metrics_any(CgroupFs{}, nullptr, &any);
   CHECK(status == shim::Status(shim::Code::kNotFound, "cgroup does not exist: not found"));
 }

@@ -8,17 +8,18 @@
 #include <catch2/catch.hpp>
 
 #include "cgroup_test_helpers.h"
-#include "shim-runc/cgroup.h"
-#include "shim-runc/go_compat.h"
+#include "shim/linux/cgroup.h"
+#include "linux/cgroup_metrics.h"
+#include "shim/gocompat.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 using namespace cgroup_test;
-using runc_shim::CgroupFs;
-using runc_shim::CgroupPaths;
-using runc_shim::CgroupVersion;
-namespace v2 = runc_shim::cgroups_v2;
+using shim::CgroupFs;
+using shim::CgroupPaths;
+using shim::CgroupVersion;
+namespace v2 = shim::cgroups_v2;
 
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
 
@@ -72,7 +73,7 @@ TEST_CASE("collect_v2_metrics reads the unified cgroup files", "[cgroup]") {
   FakeV2 host;
   host.write_all();
   v2::Metrics m;
-  REQUIRE(runc_shim::collect_v2_metrics(host.fs, host.paths, &m).ok());
+  REQUIRE(shim::collect_v2_metrics(host.fs, host.paths, &m).ok());
 
   CHECK(m.pids().current() == 3);
   CHECK(m.pids().limit() == kMax);  // v2 reads "max" as UINT64_MAX (v1: 0)
@@ -130,7 +131,7 @@ TEST_CASE("collect_v2_metrics defaults for missing and malformed files", "[cgrou
   FakeV2 host;
   SECTION("an empty cgroup directory gives zeros, no memory_events") {
     v2::Metrics m;
-    REQUIRE(runc_shim::collect_v2_metrics(host.fs, host.paths, &m).ok());
+    REQUIRE(shim::collect_v2_metrics(host.fs, host.paths, &m).ok());
     CHECK(m.has_pids());
     CHECK(m.pids().limit() == 0);
     CHECK(m.has_cpu());
@@ -146,7 +147,7 @@ TEST_CASE("collect_v2_metrics defaults for missing and malformed files", "[cgrou
   SECTION("a malformed cpu.stat fails the call with the library's text") {
     write(host.dir + "/cpu.stat", "usage_usec 1\nusage_usec\n");
     v2::Metrics m;
-    shim::Status status = runc_shim::collect_v2_metrics(host.fs, host.paths, &m);
+    shim::Status status = shim::collect_v2_metrics(host.fs, host.paths, &m);
     CHECK(status == shim::unknown("error while parsing " + host.dir +
                                   "/cpu.stat (line=\"usage_usec\"): cgroups: parsing file with "
                                   "invalid format failed"));
@@ -157,7 +158,7 @@ TEST_CASE("collect_v2_metrics defaults for missing and malformed files", "[cgrou
     write(host.dir + "/memory.current", "-5\n");
     write(host.dir + "/memory.pressure", "some avg10=x avg60=0 avg300=0 total=1\n");
     v2::Metrics m;
-    REQUIRE(runc_shim::collect_v2_metrics(host.fs, host.paths, &m).ok());
+    REQUIRE(shim::collect_v2_metrics(host.fs, host.paths, &m).ok());
     CHECK(m.pids().current() == 0);
     CHECK(m.memory().anon() == 1);
     CHECK(m.memory().usage() == 0);
@@ -169,7 +170,7 @@ TEST_CASE("v2 Metrics bytes carry containerd's field numbers", "[cgroup]") {
   FakeV2 host;
   host.write_all();
   shim::pb::Any any;
-  REQUIRE(runc_shim::collect_metrics_any(host.fs, &host.paths, &any).ok());
+  REQUIRE(shim::collect_metrics_any(host.fs, &host.paths, &any).ok());
   CHECK(any.type_url() == "io.containerd.cgroups.v2.Metrics");
 
   std::vector<WireField> top = decode(any.value());
@@ -208,16 +209,16 @@ TEST_CASE("enable_v2_controllers writes every ancestor's subtree_control", "[cgr
   write(host.fs.root + "/cgroup.controllers", "cpuset cpu io memory pids\n");
   for (const std::string& dir : {host.fs.root, host.fs.root + "/pod", host.dir})
     write(dir + "/cgroup.subtree_control", "");
-  REQUIRE(runc_shim::enable_v2_controllers(host.fs, host.paths).ok());
+  REQUIRE(shim::enable_v2_controllers(host.fs, host.paths).ok());
   std::string text;
   const std::string expected = "+cpuset +cpu +io +memory +pids";
-  REQUIRE(runc_shim::go_read_file(host.fs.root + "/cgroup.subtree_control", &text).ok());
+  REQUIRE(shim::go_read_file(host.fs.root + "/cgroup.subtree_control", &text).ok());
   CHECK(text == expected);
-  REQUIRE(runc_shim::go_read_file(host.fs.root + "/pod/cgroup.subtree_control", &text).ok());
+  REQUIRE(shim::go_read_file(host.fs.root + "/pod/cgroup.subtree_control", &text).ok());
   CHECK(text == expected);
-  REQUIRE(runc_shim::go_read_file(host.dir + "/cgroup.subtree_control", &text).ok());
+  REQUIRE(shim::go_read_file(host.dir + "/cgroup.subtree_control", &text).ok());
   CHECK(text.empty());  // not the container's own cgroup
 
   CgroupPaths v1_paths;  // v1: nothing to do
-  CHECK(runc_shim::enable_v2_controllers(host.fs, v1_paths).ok());
+  CHECK(shim::enable_v2_controllers(host.fs, v1_paths).ok());
 }

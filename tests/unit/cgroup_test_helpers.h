@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/go_compat.h"
+#include "shim/gocompat.h"
 #include "shim/fs.h"
 
 namespace cgroup_test {
@@ -19,7 +19,7 @@ inline void make_dirs(const std::string& path) { REQUIRE(shim::make_dirs(path, 0
 inline void write(const std::string& path, const std::string& text) {
   std::size_t slash = path.rfind('/');
   make_dirs(path.substr(0, slash));
-  REQUIRE(runc_shim::go_write_file(path, text, 0644).ok());
+  REQUIRE(shim::go_write_file(path, text, 0644).ok());
 }
 
 // A minimal protobuf reader: (field number, wire type, varint value or bytes) per field.

@@ -14,12 +14,12 @@
 
 #include "isolated_child.h"
 #include "reaper_fixture.h"
-#include "shim-runc/checkpoint_options.h"
-#include "shim-runc/container.h"
-#include "shim-runc/go_compat.h"
-#include "shim-runc/runc_client.h"
-#include "shim/posix_spawner.h"
-#include "shim/work_pool.h"
+#include "shim-runc/runc/checkpoint_options.h"
+#include "task/task_state.h"
+#include "shim/gocompat.h"
+#include "shim-runc/runc/runc_client.h"
+#include "process/posix_spawner.h"
+#include "shim/process/work_pool.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -145,10 +145,10 @@ TEST_CASE("Options.criu_path is the global --criu flag, as in the 1.6 Go shim", 
 }
 
 TEST_CASE("checkpoint is allowed when running or paused, with Go's errors otherwise", "[checkpoint]") {
-  using runc_shim::Operation;
-  using runc_shim::ProcessState;
+  using shim::Operation;
+  using shim::ProcessState;
   auto check = [](ProcessState state) {
-    return runc_shim::check_transition(state, Operation::kCheckpoint, true);
+    return shim::check_transition(state, Operation::kCheckpoint, true);
   };
   CHECK(check(ProcessState::kRunning).ok());
   CHECK(check(ProcessState::kPaused).ok());
@@ -158,10 +158,10 @@ TEST_CASE("checkpoint is allowed when running or paused, with Go's errors otherw
 }
 
 TEST_CASE("exec into an init follows Go's state table", "[checkpoint]") {
-  using runc_shim::Operation;
-  using runc_shim::ProcessState;
+  using shim::Operation;
+  using shim::ProcessState;
   auto check = [](ProcessState state) {
-    return runc_shim::check_transition(state, Operation::kExec, true);
+    return shim::check_transition(state, Operation::kExec, true);
   };
   // Go's createdState.Exec execs; only createdCheckpointState refuses (RuncService checks).
   CHECK(check(ProcessState::kCreated).ok());
@@ -204,7 +204,7 @@ auto on_pool(shim::WorkPool& pool, Work work) -> decltype(work()) {
 
 std::string read_text(const std::string& path) {
   std::string content;
-  if (!runc_shim::go_read_file(path, &content).ok()) return "<unreadable>";
+  if (!shim::go_read_file(path, &content).ok()) return "<unreadable>";
   return content;
 }
 
@@ -217,7 +217,7 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
     shim::test::TempDir dir("runc-ckpt-");
     const std::string fake = dir.sub("fake-runc");
     const std::string bundle = dir.sub("b1");
-    report.check(runc_shim::go_write_file(fake, kFakeCriuRuntime, 0755).ok(), "write fake runtime");
+    report.check(shim::go_write_file(fake, kFakeCriuRuntime, 0755).ok(), "write fake runtime");
     report.check(::mkdir(bundle.c_str(), 0700) == 0 && ::mkdir((bundle + "/work").c_str(), 0700) == 0,
                  "bundle dirs");
     shim_test::LoopWithReaper loop;
@@ -227,7 +227,7 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
                                RuncConfig{.binary = fake, .root = "/run/r", .namespace_ = "ns", .bundle = bundle});
     const std::string default_work = bundle + "/work/criu-work";
 
-    runc_shim::go_write_file(dir.sub("mode"), "ok", 0644);
+    shim::go_write_file(dir.sub("mode"), "ok", 0644);
     shim::Status status = on_pool(pool, [&] { return runc.checkpoint("t1", {.image_path = dir.sub("img")}); });
     report.check(status.ok(), "checkpoint ok: " + status.to_string());
     report.check(read_text(dir.sub("argv")).find("--work-path\n" + default_work + "\n--leave-running\nt1\n") !=
@@ -235,7 +235,7 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
                  "default work path: " + read_text(dir.sub("argv")));
     report.check(exists(dir.sub("work-seen")) && !exists(default_work), "default work dir removed after");
 
-    runc_shim::go_write_file(dir.sub("mode"), "fail", 0644);
+    shim::go_write_file(dir.sub("mode"), "fail", 0644);
     status = on_pool(pool, [&] { return runc.checkpoint("t1", {.image_path = dir.sub("img")}); });
     // go-runc's "<argv0> did not terminate successfully: exit status 1: <output>", first
     // line only, plus " path= <bundle>/criu-dump.log" (Go's criuError).
@@ -254,7 +254,7 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
     report.check(read_text(dir.sub("argv")).ends_with("--work-path\n" + own_work + "\nt1\n"),
                  "exit: no --leave-running: " + read_text(dir.sub("argv")));
 
-    runc_shim::go_write_file(dir.sub("mode"), "ok", 0644);
+    shim::go_write_file(dir.sub("mode"), "ok", 0644);
     runc_shim::RestoreArgs restore = runc_shim::restore_args(bundle, {}, dir.sub("img"), "");
     status = on_pool(pool, [&] { return runc.restore("t1", restore, runc_shim::Stdio{}); });
     report.check(status.ok() && read_text(bundle + "/init.pid") == "4242\n", "restore writes the pid file");

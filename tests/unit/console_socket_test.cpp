@@ -1,6 +1,6 @@
 // shim::ConsoleSocket: the --console-socket end, fed by a hand-written sender that does
 // what runc does (connect, one sendmsg with SCM_RIGHTS, close) before we receive.
-#include "shim/console_socket.h"
+#include "shim/stdio/console_socket.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

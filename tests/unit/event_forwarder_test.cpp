@@ -1,7 +1,7 @@
 // EventForwarder against a real TtrpcServer playing containerd's events service
 // (containerd.services.events.ttrpc.v1.Events/Forward) on a temp socket: peer down then
 // up, peer restarted mid-stream, an event rejected with an error status, flush bounds.
-#include "shim/event_forwarder.h"
+#include "events/event_forwarder.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,7 +17,7 @@
 #include "shim/pb/containerd/events_service.pb.h"
 #include "shim/logger.h"
 #include "shim/ttrpc/router.h"
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
 #include "support/ttrpc_harness.h"

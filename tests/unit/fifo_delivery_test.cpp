@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/fifo_delivery.h"
-#include "shim-runc/process_io.h"
+#include "stdio/fifo_delivery.h"
+#include "shim/stdio/process_io.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
 #include "stdio_test_helpers.h"
@@ -24,8 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using runc_shim::stdio::Fd;
-using runc_shim::stdio::FifoReadWait;
+using shim::stdio::Fd;
+using shim::stdio::FifoReadWait;
 using shim::test::IoThread;
 using shim::test::TempDir;
 
@@ -65,7 +65,7 @@ std::future<Outcome> start_wait(IoThread& io, std::vector<Fd> readers, FifoReadW
   const auto started = Clock::now();
   auto shared = std::make_shared<std::vector<Fd>>(std::move(readers));
   io.run([&io, shared, wait, promise, started] {
-    runc_shim::stdio::wait_until_read(io.executor(), std::move(*shared), wait, [=](bool read) {
+    shim::stdio::wait_until_read(io.executor(), std::move(*shared), wait, [=](bool read) {
       promise->set_value(Outcome{read, std::chrono::duration_cast<std::chrono::milliseconds>(
                                            Clock::now() - started)});
     });
@@ -80,12 +80,12 @@ FifoReadWait within(std::chrono::milliseconds timeout, std::chrono::milliseconds
 TEST_CASE("fifo delivery: FIONREAD counts the bytes a FIFO holds", "[fifo-delivery]") {
   TempDir dir("fdl-");
   Fifo fifo(dir);
-  CHECK(runc_shim::stdio::unread_bytes(fifo.probe.get()) == 0);
+  CHECK(shim::stdio::unread_bytes(fifo.probe.get()) == 0);
   fifo.write("hello");
-  CHECK(runc_shim::stdio::unread_bytes(fifo.probe.get()) == 5);
+  CHECK(shim::stdio::unread_bytes(fifo.probe.get()) == 5);
   CHECK(fifo.read_client() == "hello");
-  CHECK(runc_shim::stdio::unread_bytes(fifo.probe.get()) == 0);
-  CHECK(runc_shim::stdio::unread_bytes(-1) == 0);
+  CHECK(shim::stdio::unread_bytes(fifo.probe.get()) == 0);
+  CHECK(shim::stdio::unread_bytes(-1) == 0);
 }
 
 TEST_CASE("fifo delivery: an empty FIFO is read at once", "[fifo-delivery]") {
@@ -161,9 +161,9 @@ TEST_CASE("fifo delivery: ProcessIO waits for the client to read a process's las
   REQUIRE(out_client.valid());
   REQUIRE(err_client.valid());
   IoThread io;
-  std::unique_ptr<runc_shim::ProcessIO> pio;
+  std::unique_ptr<shim::ProcessIO> pio;
   REQUIRE(io.run([&] {
-              return runc_shim::ProcessIO::create(io.executor(), {"", out, err},
+              return shim::ProcessIO::create(io.executor(), {"", out, err},
                                                   static_cast<int>(::getuid()),
                                                   static_cast<int>(::getgid()),
                                                   stdio_test::test_logger(), &pio);

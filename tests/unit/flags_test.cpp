@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/flags.h"
-#include "shim/shim_env.h"
+#include "protocol/flags.h"
+#include "protocol/shim_env.h"
 
 namespace {
 

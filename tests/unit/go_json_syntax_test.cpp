@@ -6,12 +6,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/go_json_syntax.h"
+#include "gocompat/go_json_syntax.h"
 
 namespace {
 
 std::string check(std::string_view text) {
-  shim::Status status = runc_shim::go_json_syntax_check(text);
+  shim::Status status = shim::go_json_syntax_check(text);
   if (status.ok()) return "ok";
   CHECK(status.code() == shim::Code::kUnknown);
   return status.message();
@@ -96,7 +96,7 @@ TEST_CASE("go json syntax: bytes are quoted as Go's quoteChar does", "[go-json]"
     INFO(static_cast<int>(static_cast<unsigned char>(text[0])));
     CHECK(check(text) == "invalid character " + quoted + " looking for beginning of value");
   }
-  CHECK(runc_shim::go_json_quote_byte('\n') == R"('\n')");
-  CHECK(runc_shim::go_json_quote_byte('"') == R"('"')");
-  CHECK(runc_shim::go_json_quote_byte('a') == "'a'");
+  CHECK(shim::go_json_quote_byte('\n') == R"('\n')");
+  CHECK(shim::go_json_quote_byte('"') == R"('"')");
+  CHECK(shim::go_json_quote_byte('a') == "'a'");
 }

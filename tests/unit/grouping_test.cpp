@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/grouping.h"
+#include "socket/grouping.h"
 
 namespace {
 

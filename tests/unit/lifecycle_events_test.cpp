@@ -1,4 +1,4 @@
-#include "shim/lifecycle_events.h"
+#include "shim/events/lifecycle_events.h"
 
 #include <catch2/catch.hpp>
 

@@ -23,9 +23,10 @@
 #include <fmt/format.h>
 
 #include "cgroup_test_helpers.h"
-#include "shim-runc/cgroup.h"
-#include "shim-runc/cgroup_file.h"
-#include "shim-runc/oom_watcher.h"
+#include "shim/linux/cgroup.h"
+#include "linux/cgroup_metrics.h"
+#include "linux/cgroup_file.h"
+#include "shim/linux/oom_watcher.h"
 #include "shim/clock.h"
 #include "shim/logger.h"
 #include "support/skip.h"
@@ -35,9 +36,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace cgroup_test;
-using runc_shim::CgroupPaths;
-using runc_shim::CgroupVersion;
-using runc_shim::OomWatcher;
+using shim::CgroupPaths;
+using shim::CgroupVersion;
+using shim::OomWatcher;
 
 shim::Logger quiet_logger() {
   static shim::SystemClock clock;
@@ -98,20 +99,20 @@ CgroupPaths fake_v1(const shim::test::TempDir& tmp, const std::string& oom_contr
 TEST_CASE("oom_kill counters are read from memory.oom_control and memory.events", "[cgroup]") {
   shim::test::TempDir tmp("oomc-");
   CgroupPaths v1 = fake_v1(tmp, "oom_kill_disable 0\nunder_oom 1\noom_kill 4\n");
-  CHECK(runc_shim::read_oom_kill_count(v1) == 4u);
-  CHECK(runc_shim::read_under_oom(v1));
+  CHECK(shim::read_oom_kill_count(v1) == 4u);
+  CHECK(shim::read_under_oom(v1));
   write(tmp.sub("memory") + "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n");
-  CHECK_FALSE(runc_shim::read_oom_kill_count(v1).has_value());  // kernels before 4.13
-  CHECK_FALSE(runc_shim::read_under_oom(v1));
+  CHECK_FALSE(shim::read_oom_kill_count(v1).has_value());  // kernels before 4.13
+  CHECK_FALSE(shim::read_under_oom(v1));
 
   CgroupPaths v2 = fake_v2(tmp);
-  CHECK(runc_shim::read_oom_kill_count(v2) == 0u);
+  CHECK(shim::read_oom_kill_count(v2) == 0u);
   write(v2.unified + "/memory.events", "oom 2\noom_kill 2\n");
-  CHECK(runc_shim::read_oom_kill_count(v2) == 2u);
-  CHECK_FALSE(runc_shim::read_under_oom(v2));
+  CHECK(shim::read_oom_kill_count(v2) == 2u);
+  CHECK_FALSE(shim::read_under_oom(v2));
 
   CgroupPaths none;
-  CHECK_FALSE(runc_shim::read_oom_kill_count(none).has_value());
+  CHECK_FALSE(shim::read_oom_kill_count(none).has_value());
 }
 
 TEST_CASE("v2 watcher reports oom_kill increases from inotify", "[cgroup]") {
@@ -154,10 +155,10 @@ TEST_CASE("v1 check() reports a signalled kill once, and not the kills before ad
   OomWatcher watcher(io.get_executor(), quiet_logger(), oom.callback());
   REQUIRE(watcher.add("c1", paths).ok());
   std::string registration;
-  REQUIRE(runc_shim::go_read_file(tmp.sub("memory") + "/cgroup.event_control", &registration).ok());
-  CHECK(runc_shim::split_fields(registration).size() == 2);  // "<eventfd> <control fd>"
+  REQUIRE(shim::go_read_file(tmp.sub("memory") + "/cgroup.event_control", &registration).ok());
+  CHECK(shim::split_fields(registration).size() == 2);  // "<eventfd> <control fd>"
 
-  int eventfd = std::stoi(std::string(runc_shim::split_fields(registration).at(0)));
+  int eventfd = std::stoi(std::string(shim::split_fields(registration).at(0)));
 
   watcher.check("c1");
   CHECK(oom.ids.empty());
@@ -302,8 +303,8 @@ class TestCgroups {
   // false (and nothing created) when the v1 memory controller is not usable here.
   bool create() {
     const std::string base = "/sys/fs/cgroup/memory";
-    if (runc_shim::host_cgroup_version() != CgroupVersion::kV1 ||
-        !runc_shim::path_exists(base + "/cgroup.event_control"))
+    if (shim::host_cgroup_version() != CgroupVersion::kV1 ||
+        !shim::path_exists(base + "/cgroup.event_control"))
       return false;
     name_ = fmt::format("libshim-test-{}-{}", ::getpid(),
                         std::chrono::steady_clock::now().time_since_epoch().count());
@@ -313,7 +314,7 @@ class TestCgroups {
       return false;
     }
     std::string pids = "/sys/fs/cgroup/pids/" + name_;
-    if (runc_shim::path_exists("/sys/fs/cgroup/pids/cgroup.procs") && ::mkdir(pids.c_str(), 0755) == 0)
+    if (shim::path_exists("/sys/fs/cgroup/pids/cgroup.procs") && ::mkdir(pids.c_str(), 0755) == 0)
       pids_ = pids;
     return true;
   }
@@ -331,12 +332,12 @@ class TestCgroups {
   // 8 MiB for memory and memory+swap, then `pid` moved in.
   void limit_and_move(pid_t pid) {
     std::string limit = std::to_string(kLimit);
-    REQUIRE(runc_shim::write_control_file(memory_ + "/memory.limit_in_bytes", limit).ok());
-    if (runc_shim::path_exists(memory_ + "/memory.memsw.limit_in_bytes"))
-      REQUIRE(runc_shim::write_control_file(memory_ + "/memory.memsw.limit_in_bytes", limit).ok());
-    REQUIRE(runc_shim::write_control_file(memory_ + "/cgroup.procs", std::to_string(pid)).ok());
+    REQUIRE(shim::write_control_file(memory_ + "/memory.limit_in_bytes", limit).ok());
+    if (shim::path_exists(memory_ + "/memory.memsw.limit_in_bytes"))
+      REQUIRE(shim::write_control_file(memory_ + "/memory.memsw.limit_in_bytes", limit).ok());
+    REQUIRE(shim::write_control_file(memory_ + "/cgroup.procs", std::to_string(pid)).ok());
     if (!pids_.empty())
-      REQUIRE(runc_shim::write_control_file(pids_ + "/cgroup.procs", std::to_string(pid)).ok());
+      REQUIRE(shim::write_control_file(pids_ + "/cgroup.procs", std::to_string(pid)).ok());
   }
 
   // rmdir now (the child must be gone); false if it did not work.
@@ -371,10 +372,10 @@ TEST_CASE("real v1 cgroup: stats, and an OOM kill reported once before the exit"
   REQUIRE(child.touch_a_little());
 
   CgroupPaths paths;
-  REQUIRE(runc_shim::load_cgroup(runc_shim::CgroupFs{}, CgroupVersion::kV1, child.pid(), &paths).ok());
+  REQUIRE(shim::load_cgroup(shim::CgroupFs{}, CgroupVersion::kV1, child.pid(), &paths).ok());
   CHECK(paths.dir("memory") == cgroups.memory());
-  runc_shim::cgroups_v1::Metrics metrics;
-  REQUIRE(runc_shim::collect_v1_metrics(runc_shim::CgroupFs{}, paths, &metrics).ok());
+  shim::cgroups_v1::Metrics metrics;
+  REQUIRE(shim::collect_v1_metrics(shim::CgroupFs{}, paths, &metrics).ok());
   CHECK(metrics.memory().usage().usage() > 0);
   CHECK(metrics.memory().usage().limit() == kLimit);
   CHECK(metrics.memory_oom_control().oom_kill() == 0);
@@ -389,7 +390,7 @@ TEST_CASE("real v1 cgroup: stats, and an OOM kill reported once before the exit"
   Recorder oom;
   OomWatcher watcher(io.get_executor(), quiet_logger(), oom.callback());
   REQUIRE(watcher.add("ctr", paths).ok());
-  std::optional<std::uint64_t> baseline = runc_shim::read_oom_kill_count(paths);
+  std::optional<std::uint64_t> baseline = shim::read_oom_kill_count(paths);
   REQUIRE(baseline.has_value());  // Linux >= 4.13
 
   SECTION("the eventfd wake-up is seen first") {
@@ -397,7 +398,7 @@ TEST_CASE("real v1 cgroup: stats, and an OOM kill reported once before the exit"
     REQUIRE(run_until(io, [&] { return !oom.ids.empty(); }, 10000ms));
     CHECK(oom.ids == std::vector<std::string>{"ctr"});
     CHECK(killed_by_sigkill(child.wait(10000ms)));
-    CHECK(runc_shim::read_oom_kill_count(paths) == *baseline + 1);
+    CHECK(shim::read_oom_kill_count(paths) == *baseline + 1);
     watcher.check("ctr");  // what on_reaped does: nothing new to report
     CHECK(oom.ids.size() == 1);
   }
@@ -410,7 +411,7 @@ TEST_CASE("real v1 cgroup: stats, and an OOM kill reported once before the exit"
     run_for(io, 200ms);  // the pending wake-up was consumed by check()
     CHECK(oom.ids.size() == 1);
   }
-  CHECK_FALSE(runc_shim::read_under_oom(paths));
+  CHECK_FALSE(shim::read_under_oom(paths));
 
   // Removing the cgroup wakes its eventfds: no report, the watch just ends.
   REQUIRE(watcher.add("gone", paths).ok());

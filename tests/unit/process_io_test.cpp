@@ -16,8 +16,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/process_io.h"
-#include "shim-runc/stdio_uri.h"
+#include "shim/stdio/process_io.h"
+#include "stdio/stdio_uri.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
 #include "stdio_test_helpers.h"
@@ -25,11 +25,11 @@
 namespace {
 
 using namespace std::chrono_literals;
-using runc_shim::CopyMethod;
-using runc_shim::ProcessIO;
-using runc_shim::ProcessIOOptions;
-using runc_shim::StdioSpec;
-using runc_shim::StdioStream;
+using shim::CopyMethod;
+using shim::ProcessIO;
+using shim::ProcessIOOptions;
+using shim::StdioSpec;
+using shim::StdioStream;
 using shim::test::IoThread;
 using shim::test::TempDir;
 using namespace stdio_test;
@@ -286,14 +286,14 @@ TEST_CASE("stdio schemes: unknown is an error, binary is not implemented yet", "
         "unable to parse stdout uri: parse \"/a/b%zz\": invalid URL escape \"%zz\"");
   CHECK(count_open_fds() == before);
 
-  runc_shim::StdioUri uri;
-  REQUIRE(runc_shim::parse_stdio_uri("FILE:///var/log/a%20b.log?x=1#frag", &uri).ok());
+  shim::StdioUri uri;
+  REQUIRE(shim::parse_stdio_uri("FILE:///var/log/a%20b.log?x=1#frag", &uri).ok());
   CHECK(uri.scheme == "file");
   CHECK(uri.path == "/var/log/a b.log");
   CHECK(uri.query == "x=1");
-  REQUIRE(runc_shim::parse_stdio_uri("/run/containerd/fifo/1/id-stdout", &uri).ok());
+  REQUIRE(shim::parse_stdio_uri("/run/containerd/fifo/1/id-stdout", &uri).ok());
   CHECK(uri.scheme == "fifo");
-  REQUIRE(runc_shim::parse_stdio_uri("binary:///bin/logger?k=v", &uri).ok());
+  REQUIRE(shim::parse_stdio_uri("binary:///bin/logger?k=v", &uri).ok());
   CHECK(uri.scheme == "binary");
   CHECK(uri.path == "/bin/logger");
 }

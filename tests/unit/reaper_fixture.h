@@ -18,8 +18,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "shim/signal_watcher.h"
-#include "shim/signalfd_reaper.h"
+#include "process/signal_watcher.h"
+#include "process/signalfd_reaper.h"
 
 namespace shim_test {
 

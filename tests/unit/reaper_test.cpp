@@ -23,9 +23,9 @@
 
 #include "isolated_child.h"
 #include "reaper_fixture.h"
-#include "shim/exit_future.h"
-#include "shim/posix_spawner.h"
-#include "shim/work_pool.h"
+#include "shim/process/exit_future.h"
+#include "process/posix_spawner.h"
+#include "shim/process/work_pool.h"
 #include "test_processes.h"
 
 namespace {

@@ -12,8 +12,8 @@
 
 #include "isolated_child.h"
 #include "reaper_fixture.h"
-#include "shim/posix_spawner.h"
-#include "shim/run_command.h"
+#include "process/posix_spawner.h"
+#include "shim/process/run_command.h"
 
 using namespace std::chrono_literals;
 using shim_test::ChildReport;

@@ -17,10 +17,10 @@
 
 #include "isolated_child.h"
 #include "reaper_fixture.h"
-#include "shim-runc/go_compat.h"
-#include "shim-runc/runc_client.h"
-#include "shim/posix_spawner.h"
-#include "shim/work_pool.h"
+#include "shim/gocompat.h"
+#include "shim-runc/runc/runc_client.h"
+#include "process/posix_spawner.h"
+#include "shim/process/work_pool.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -59,7 +59,7 @@ esac
 
 std::string read_text(const std::string& path) {
   std::string content;
-  if (!runc_shim::go_read_file(path, &content).ok()) return "<unreadable>";
+  if (!shim::go_read_file(path, &content).ok()) return "<unreadable>";
   return content;
 }
 
@@ -128,7 +128,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
   auto outcome = shim_test::run_in_child([](ChildReport& report) {
     shim::test::TempDir dir("runc-fake-");
     const std::string fake = dir.sub("fake-runc");
-    report.check(runc_shim::go_write_file(fake, kFakeRuntime, 0755).ok(), "write fake runtime");
+    report.check(shim::go_write_file(fake, kFakeRuntime, 0755).ok(), "write fake runtime");
     report.check(::mkdir(dir.sub("xdg").c_str(), 0700) == 0 && ::mkdir(dir.sub("b1").c_str(), 0700) == 0 &&
                      ::mkdir(dir.sub("b2").c_str(), 0700) == 0,
                  "dirs");
@@ -142,7 +142,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     shim::Subscription subscription = loop.reaper.subscribe(fanned.callback());
     shim::PosixSpawner spawner;
     shim::WorkPool pool(2);
-    auto set_mode = [&](const std::string& mode) { runc_shim::go_write_file(dir.sub("mode"), mode, 0644); };
+    auto set_mode = [&](const std::string& mode) { shim::go_write_file(dir.sub("mode"), mode, 0644); };
     RuncConfig config{.binary = fake, .root = "/run/r", .namespace_ = "ns", .bundle = dir.sub("b1")};
     RuncClient runc(loop.reaper, spawner, config);
     const std::string failed = fake + " did not terminate successfully: ";
@@ -197,7 +197,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     report.check(read_text(dir.sub("process")) == process + "\n", "process file content");
     report.check(process_path.starts_with(dir.sub("xdg") + "/runc-process"),
                  "process file in XDG_RUNTIME_DIR: " + process_path);
-    process_path = std::string(runc_shim::go_trim_space(process_path));
+    process_path = std::string(shim::go_trim_space(process_path));
     report.check(::access(process_path.c_str(), F_OK) != 0, "process file removed");
     report.check(read_text(dir.sub("argv")).ends_with(
                      lines({"--detach", "--pid-file", dir.sub("b1") + "/e1.pid", "t1"})),

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/go_compat.h"
-#include "shim-runc/runc_command.h"
+#include "shim/gocompat.h"
+#include "shim-runc/runc/runc_command.h"
 
 namespace {
 
@@ -123,16 +123,16 @@ TEST_CASE("runc pid files are absolute, paths cleaned like Go's filepath", "[run
   REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
   RuncCommandLine relative(RuncConfig{.namespace_ = "ns", .bundle = "./bundles/../b1"});
   CHECK(relative.log_path() == "b1/log.json");
-  CHECK(relative.init_pid_file() == runc_shim::go_join_path(cwd, "b1/init.pid"));
-  CHECK(relative.exec_pid_file("x") == runc_shim::go_join_path(cwd, "b1/x.pid"));
+  CHECK(relative.init_pid_file() == shim::go_join_path(cwd, "b1/init.pid"));
+  CHECK(relative.exec_pid_file("x") == shim::go_join_path(cwd, "b1/x.pid"));
   CHECK(relative.create("c", {})[8] == "--bundle");
   CHECK(relative.create("c", {})[9] == "./bundles/../b1");  // --bundle is passed as given
 
-  CHECK(runc_shim::go_clean_path("") == ".");
-  CHECK(runc_shim::go_clean_path("/../a//b/./c/..") == "/a/b");
-  CHECK(runc_shim::go_clean_path("a/../../b") == "../b");
-  CHECK(runc_shim::go_clean_path("//") == "/");
-  CHECK(runc_shim::go_join_path("", "") == "");
-  CHECK(runc_shim::go_join_path("/run/containerd/runc", "") == "/run/containerd/runc");
-  CHECK(runc_shim::go_join_path("a/", "/b") == "a/b");
+  CHECK(shim::go_clean_path("") == ".");
+  CHECK(shim::go_clean_path("/../a//b/./c/..") == "/a/b");
+  CHECK(shim::go_clean_path("a/../../b") == "../b");
+  CHECK(shim::go_clean_path("//") == "/");
+  CHECK(shim::go_join_path("", "") == "");
+  CHECK(shim::go_join_path("/run/containerd/runc", "") == "/run/containerd/runc");
+  CHECK(shim::go_join_path("a/", "/b") == "a/b");
 }

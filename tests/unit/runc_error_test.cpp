@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/go_compat.h"
-#include "shim-runc/runtime_error.h"
+#include "shim/gocompat.h"
+#include "shim-runc/runc/runtime_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -88,20 +88,20 @@ TEST_CASE("runtime_error: last error, no error line, unreadable log", "[runc]") 
                                   std::string(kRuncFailure));
   }
   SECTION("garbage in log.json") {
-    REQUIRE(runc_shim::go_write_file(log, "oops\n", 0600).ok());
+    REQUIRE(shim::go_write_file(log, "oops\n", 0600).ok());
     shim::Status status = runc_shim::runtime_error(log, runc_shim::kExecFailed, "exit status 1");
     CHECK(status.message() == "OCI runtime exec failed: unable to retrieve OCI runtime error "
                               "(invalid character 'o' looking for beginning of value): exit "
                               "status 1");
   }
   SECTION("no error line") {
-    REQUIRE(runc_shim::go_write_file(log, "{\"level\":\"info\",\"msg\":\"hi\"}\n", 0600).ok());
+    REQUIRE(shim::go_write_file(log, "{\"level\":\"info\",\"msg\":\"hi\"}\n", 0600).ok());
     shim::Status status = runc_shim::runtime_error(log, runc_shim::kPauseFailed, kRuncFailure);
     CHECK(status.code() == Code::kUnknown);
     CHECK(status.message() == "OCI runtime pause failed: " + std::string(kRuncFailure));
   }
   SECTION("error line") {
-    REQUIRE(runc_shim::go_write_file(
+    REQUIRE(shim::go_write_file(
                 log,
                 "{\"level\":\"error\",\"msg\":\"runc create failed: unable to start container "
                 "process: exec: \\\"nope\\\": executable file not found in $PATH\"}\n",
@@ -145,13 +145,13 @@ TEST_CASE("kill errors are mapped like checkKillError", "[runc]") {
 }
 
 TEST_CASE("Go error texts: errno, exit status, JSON strings", "[runc]") {
-  CHECK(runc_shim::go_errno_text(ENOENT) == "no such file or directory");
-  CHECK(runc_shim::go_errno_text(EACCES) == "permission denied");
-  CHECK(runc_shim::go_exit_status_text(137) == "exit status 137");
-  CHECK(runc_shim::go_json_quote("a\"b\\c") == R"("a\"b\\c")");
-  CHECK(runc_shim::go_json_quote("<&>") == R"("\u003c\u0026\u003e")");
-  CHECK(runc_shim::go_json_quote("\n\r\t\x01\x7f") == "\"\\n\\r\\t\\u0001\x7f\"");
-  CHECK(runc_shim::go_json_quote("\xe2\x80\xa8 \xc3\xa9") == "\"\\u2028 \xc3\xa9\"");
-  CHECK(runc_shim::go_json_quote("bad\xff\xc3") == R"("bad\ufffd\ufffd")");
-  CHECK(runc_shim::go_json_quote("/p/a th") == R"("/p/a th")");
+  CHECK(shim::go_errno_text(ENOENT) == "no such file or directory");
+  CHECK(shim::go_errno_text(EACCES) == "permission denied");
+  CHECK(shim::go_exit_status_text(137) == "exit status 137");
+  CHECK(shim::go_json_quote("a\"b\\c") == R"("a\"b\\c")");
+  CHECK(shim::go_json_quote("<&>") == R"("\u003c\u0026\u003e")");
+  CHECK(shim::go_json_quote("\n\r\t\x01\x7f") == "\"\\n\\r\\t\\u0001\x7f\"");
+  CHECK(shim::go_json_quote("\xe2\x80\xa8 \xc3\xa9") == "\"\\u2028 \xc3\xa9\"");
+  CHECK(shim::go_json_quote("bad\xff\xc3") == R"("bad\ufffd\ufffd")");
+  CHECK(shim::go_json_quote("/p/a th") == R"("/p/a th")");
 }

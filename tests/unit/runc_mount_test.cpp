@@ -21,33 +21,33 @@
 #include <fmt/format.h>
 
 #include "isolated_child.h"
-#include "shim-runc/go_compat.h"
-#include "shim-runc/mount.h"
-#include "shim-runc/mount_options.h"
-#include "shim-runc/root_path.h"
+#include "shim/gocompat.h"
+#include "shim/linux/mount.h"
+#include "linux/mount_options.h"
+#include "linux/root_path.h"
 #include "shim/fs.h"
 #include "support/temp_dir.h"
 
 namespace {
 
-using runc_shim::MountEntry;
+using shim::MountEntry;
 using shim_test::ChildReport;
 
 bool make_dir(const std::string& path) { return ::mkdir(path.c_str(), 0755) == 0; }
 
 bool write_text(const std::string& path, const std::string& text) {
-  return runc_shim::go_write_file(path, text, 0644).ok();
+  return shim::go_write_file(path, text, 0644).ok();
 }
 
 std::string read_text(const std::string& path) {
   std::string content;
-  if (!runc_shim::go_read_file(path, &content).ok()) return "<unreadable>";
+  if (!shim::go_read_file(path, &content).ok()) return "<unreadable>";
   return content;
 }
 
 std::vector<std::string> mounts_under(const std::string& path) {
   std::vector<std::string> points;
-  runc_shim::mount_points_under(path, &points);
+  shim::mount_points_under(path, &points);
   return points;
 }
 
@@ -77,7 +77,7 @@ bool enter_private_mount_namespace(ChildReport& report) {
 }  // namespace
 
 TEST_CASE("mount options -> flags and data", "[runc]") {
-  using runc_shim::parse_mount_options;
+  using shim::parse_mount_options;
   struct Case {
     std::vector<std::string> options;
     unsigned long flags;
@@ -113,12 +113,12 @@ TEST_CASE("mount options -> flags and data", "[runc]") {
   };
   for (const Case& c : cases) {
     INFO(fmt::format("{}", fmt::join(c.options, ",")));
-    runc_shim::ParsedMountOptions parsed = parse_mount_options(c.options);
+    shim::ParsedMountOptions parsed = parse_mount_options(c.options);
     CHECK(parsed.flags == c.flags);
     CHECK(parsed.data_string() == c.data);
     CHECK_FALSE(parsed.loop);
   }
-  runc_shim::ParsedMountOptions special =
+  shim::ParsedMountOptions special =
       parse_mount_options({"loop", "uidmap=0:1000:1", "gidmap=0:1000:1", "ro"});
   CHECK(special.loop);
   CHECK(special.uidmap == "0:1000:1");
@@ -129,7 +129,7 @@ TEST_CASE("mount options -> flags and data", "[runc]") {
 
 TEST_CASE("overlay lowerdirs are rewritten relative to their common parent", "[runc]") {
   const std::string root = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots";
-  runc_shim::CompactedOverlay compacted = runc_shim::compact_lowerdir_option(
+  shim::CompactedOverlay compacted = shim::compact_lowerdir_option(
       {"index=off", "lowerdir=" + root + "/13/fs:" + root + "/12/fs:" + root + "/1/fs",
        "upperdir=" + root + "/14/fs", "workdir=" + root + "/14/work"});
   CHECK(compacted.chdir == root + "/");
@@ -138,11 +138,11 @@ TEST_CASE("overlay lowerdirs are rewritten relative to their common parent", "[r
                                  "workdir=" + root + "/14/work", "lowerdir=13/fs:12/fs:1/fs"});
 
   std::vector<std::string> single{"lowerdir=" + root + "/1/fs", "upperdir=/u"};
-  CHECK(runc_shim::compact_lowerdir_option(single).chdir.empty());
-  CHECK(runc_shim::compact_lowerdir_option(single).options == single);
+  CHECK(shim::compact_lowerdir_option(single).chdir.empty());
+  CHECK(shim::compact_lowerdir_option(single).options == single);
   std::vector<std::string> unrelated{"lowerdir=/a/1:/b/2"};  // only "/" in common
-  CHECK(runc_shim::compact_lowerdir_option(unrelated).chdir.empty());
-  CHECK(runc_shim::compact_lowerdir_option({"upperdir=/u"}).chdir.empty());
+  CHECK(shim::compact_lowerdir_option(unrelated).chdir.empty());
+  CHECK(shim::compact_lowerdir_option({"upperdir=/u"}).chdir.empty());
 }
 
 TEST_CASE("mount targets are joined under the rootfs, symlinks scoped to it", "[runc]") {
@@ -158,7 +158,7 @@ TEST_CASE("mount targets are joined under the rootfs, symlinks scoped to it", "[
 
   auto join = [&](std::string_view path) {
     std::string joined;
-    shim::Status status = runc_shim::root_path(root, path, &joined);
+    shim::Status status = shim::root_path(root, path, &joined);
     INFO(status.to_string());
     REQUIRE(status.ok());
     return joined;
@@ -172,8 +172,8 @@ TEST_CASE("mount targets are joined under the rootfs, symlinks scoped to it", "[
   CHECK(join("rel/x") == root + "/usr/lib/x");
   CHECK(join("missing/../etc") == root + "/etc");
   std::string joined;
-  CHECK(runc_shim::root_path(root, "loop1/x", &joined).message() == "too many links");
-  CHECK(runc_shim::rootfs_path("/b/t1/") == "/b/t1/rootfs");
+  CHECK(shim::root_path(root, "loop1/x", &joined).message() == "too many links");
+  CHECK(shim::rootfs_path("/b/t1/") == "/b/t1/rootfs");
 }
 
 TEST_CASE("mount_all / unmount_all with real mounts", "[runc]") {
@@ -186,19 +186,19 @@ TEST_CASE("mount_all / unmount_all with real mounts", "[runc]") {
                      write_text(source + "/hello", "hi"),
                  "prepare source");
     std::string rootfs;
-    shim::Status made = runc_shim::make_rootfs_dir(bundle, &rootfs);
+    shim::Status made = shim::make_rootfs_dir(bundle, &rootfs);
     report.check(made.ok() && rootfs == bundle + "/rootfs", "rootfs dir: " + made.to_string());
     struct stat st {};
     report.check(::stat(rootfs.c_str(), &st) == 0 && (st.st_mode & 0777) == 0711,
                  fmt::format("rootfs mode {:o}", st.st_mode & 0777));
-    report.check(runc_shim::make_rootfs_dir(bundle, &rootfs).ok(), "existing rootfs dir is fine");
+    report.check(shim::make_rootfs_dir(bundle, &rootfs).ok(), "existing rootfs dir is fine");
 
     // A read-only bind of the source as the rootfs, a tmpfs on its /mnt.
     std::vector<MountEntry> entries{
         {"bind", source, "", {"rbind", "ro"}},
         {"tmpfs", "tmpfs", "/mnt", {"nosuid", "nodev", "size=1m", "mode=750"}},
     };
-    shim::Status mounted = runc_shim::mount_all(entries, rootfs);
+    shim::Status mounted = shim::mount_all(entries, rootfs);
     report.check(mounted.ok(), "mount_all: " + mounted.to_string());
     report.check(read_text(rootfs + "/hello") == "hi", "bind shows the source");
     report.check(!write_text(rootfs + "/new", "x") && errno == EROFS,
@@ -213,21 +213,21 @@ TEST_CASE("mount_all / unmount_all with real mounts", "[runc]") {
     report.check(mounts_under(rootfs) == std::vector<std::string>{rootfs, rootfs + "/mnt"},
                  fmt::format("mount points: {}", fmt::join(mounts_under(rootfs), " ")));
 
-    shim::Status unmounted = runc_shim::unmount_all(rootfs);
+    shim::Status unmounted = shim::unmount_all(rootfs);
     report.check(unmounted.ok(), "unmount_all: " + unmounted.to_string());
     report.check(mounts_under(rootfs).empty(), "nothing left mounted");
     report.check(read_text(rootfs + "/hello") == "<unreadable>", "rootfs is empty again");
     report.check(read_text(source + "/hello") == "hi", "source untouched");
-    report.check(runc_shim::unmount_all(rootfs).ok(), "unmount_all twice");
-    report.check(runc_shim::unmount_all(bundle + "/nope").ok(), "missing target is fine");
-    report.check(runc_shim::unmount_all("").ok(), "empty target is fine");
+    report.check(shim::unmount_all(rootfs).ok(), "unmount_all twice");
+    report.check(shim::unmount_all(bundle + "/nope").ok(), "missing target is fine");
+    report.check(shim::unmount_all("").ok(), "empty target is fine");
 
     // Stacked mounts on one point all go.
     for (int i = 0; i < 3; ++i) {
-      shim::Status s = runc_shim::mount_entry({"tmpfs", "tmpfs", "", {"size=64k"}}, rootfs);
+      shim::Status s = shim::mount_entry({"tmpfs", "tmpfs", "", {"size=64k"}}, rootfs);
       report.check(s.ok(), "stacked tmpfs: " + s.to_string());
     }
-    report.check(runc_shim::unmount_all(rootfs).ok() && mounts_under(rootfs).empty(),
+    report.check(shim::unmount_all(rootfs).ok() && mounts_under(rootfs).empty(),
                  "stacked mounts removed");
   });
   shim_test::require_child_passed(outcome);
@@ -238,13 +238,13 @@ TEST_CASE("mount_all failures: rollback and clear errors", "[runc]") {
     if (!enter_private_mount_namespace(report)) return;
     shim::test::TempDir dir("runc-mnt-");
     std::string rootfs;
-    report.check(runc_shim::make_rootfs_dir(dir.path(), &rootfs).ok(), "rootfs dir");
+    report.check(shim::make_rootfs_dir(dir.path(), &rootfs).ok(), "rootfs dir");
 
     std::vector<MountEntry> entries{
         {"tmpfs", "tmpfs", "", {"size=64k"}},
         {"tmpfs", "tmpfs", "/missing", {"size=64k"}},
     };
-    shim::Status failed = runc_shim::mount_all(entries, rootfs);
+    shim::Status failed = shim::mount_all(entries, rootfs);
     report.check(failed.code() == shim::Code::kUnknown &&
                      failed.message() ==
                          fmt::format("mount rootfs component 2/2 (type \"tmpfs\", source "
@@ -257,22 +257,22 @@ TEST_CASE("mount_all failures: rollback and clear errors", "[runc]") {
 
     std::string long_option = "x=" + std::string(5000, 'a');
     shim::Status too_long =
-        runc_shim::mount_entry({"tmpfs", "tmpfs", "", {"size=64k", long_option}}, rootfs);
+        shim::mount_entry({"tmpfs", "tmpfs", "", {"size=64k", long_option}}, rootfs);
     report.check(too_long.message().starts_with("mount options is too long"),
                  "too long: " + too_long.message());
-    shim::Status fuse = runc_shim::mount_entry({"fuse.sshfs", "x:/", "", {}}, rootfs);
+    shim::Status fuse = shim::mount_entry({"fuse.sshfs", "x:/", "", {}}, rootfs);
     report.check(fuse.message().find("FUSE") != std::string::npos, "fuse: " + fuse.message());
     shim::Status idmap =
-        runc_shim::mount_entry({"bind", "/", "", {"rbind", "uidmap=0:1:1", "gidmap=0:1:1"}}, rootfs);
+        shim::mount_entry({"bind", "/", "", {"rbind", "uidmap=0:1:1", "gidmap=0:1:1"}}, rootfs);
     report.check(idmap.message().find("idmapped") != std::string::npos, "idmap: " + idmap.message());
     report.check(mounts_under(rootfs).empty(), "nothing mounted by the refusals");
 
     // Propagation needs its own mount call.
-    shim::Status shared = runc_shim::mount_entry({"tmpfs", "tmpfs", "", {"size=64k", "shared"}}, rootfs);
+    shim::Status shared = shim::mount_entry({"tmpfs", "tmpfs", "", {"size=64k", "shared"}}, rootfs);
     report.check(shared.ok(), "shared tmpfs: " + shared.to_string());
     report.check(mountinfo_line(rootfs).find(" shared:") != std::string::npos,
                  "propagation: " + mountinfo_line(rootfs));
-    report.check(runc_shim::unmount_all(rootfs).ok(), "unmount shared");
+    report.check(shim::unmount_all(rootfs).ok(), "unmount shared");
   });
   shim_test::require_child_passed(outcome);
 }
@@ -298,14 +298,14 @@ TEST_CASE("overlay with a lowerdir list longer than a page fits by compaction", 
                  "mkdir upper");
     std::vector<std::string> options{"index=off", lowerdir, "upperdir=" + upper,
                                      "workdir=" + work};
-    report.check(runc_shim::mount_options_size(options) > 4096,
-                 fmt::format("options are {} bytes", runc_shim::mount_options_size(options)));
+    report.check(shim::mount_options_size(options) > 4096,
+                 fmt::format("options are {} bytes", shim::mount_options_size(options)));
     std::string rootfs;
-    report.check(runc_shim::make_rootfs_dir(dir.path(), &rootfs).ok(), "rootfs dir");
+    report.check(shim::make_rootfs_dir(dir.path(), &rootfs).ok(), "rootfs dir");
     char cwd_before[4096];
     report.check(::getcwd(cwd_before, sizeof cwd_before) != nullptr, "getcwd");
 
-    shim::Status mounted = runc_shim::mount_all({{"overlay", "overlay", "", options}}, rootfs);
+    shim::Status mounted = shim::mount_all({{"overlay", "overlay", "", options}}, rootfs);
     report.check(mounted.ok(), "overlay: " + mounted.to_string());
     report.check(read_text(rootfs + "/file1") == "1" && read_text(rootfs + "/file40") == "40",
                  "layers visible");
@@ -316,7 +316,7 @@ TEST_CASE("overlay with a lowerdir list longer than a page fits by compaction", 
     report.check(::getcwd(cwd_after, sizeof cwd_after) != nullptr &&
                      std::string(cwd_before) == cwd_after,
                  "the process's working directory did not change");
-    report.check(runc_shim::unmount_all(rootfs).ok() && mounts_under(rootfs).empty(),
+    report.check(shim::unmount_all(rootfs).ok() && mounts_under(rootfs).empty(),
                  "overlay unmounted");
   });
   shim_test::require_child_passed(outcome);
@@ -337,16 +337,16 @@ TEST_CASE("loop mounts attach an autoclear loop device", "[runc]") {
     report.check(::system(("/usr/sbin/mkfs.ext4 -q -F " + image + " >/dev/null 2>&1").c_str()) == 0,
                  "mkfs.ext4");
     std::string rootfs;
-    report.check(runc_shim::make_rootfs_dir(dir.path(), &rootfs).ok(), "rootfs dir");
+    report.check(shim::make_rootfs_dir(dir.path(), &rootfs).ok(), "rootfs dir");
 
-    shim::Status mounted = runc_shim::mount_all({{"ext4", image, "", {"loop", "ro"}}}, rootfs);
+    shim::Status mounted = shim::mount_all({{"ext4", image, "", {"loop", "ro"}}}, rootfs);
     report.check(mounted.ok(), "loop mount: " + mounted.to_string());
     std::string line = mountinfo_line(rootfs);
     std::size_t at = line.find(" - ext4 /dev/loop");
     report.check(at != std::string::npos && line.find(" ro") != std::string::npos,
                  "mounted ro from a loop device: " + line);
     std::string device = at == std::string::npos ? "" : line.substr(at + 8, line.find(' ', at + 8) - at - 8);
-    report.check(runc_shim::unmount_all(rootfs).ok(), "unmount");
+    report.check(shim::unmount_all(rootfs).ok(), "unmount");
     // Autoclear: the device lets go of the image once unmounted (asynchronously).
     std::string backing = fmt::format("/sys/block/{}/loop/backing_file", device.substr(5));
     bool cleared = false;

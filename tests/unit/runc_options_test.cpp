@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "shim/pb/runc/runtimeoptions.pb.h"
-#include "shim-runc/go_compat.h"
-#include "shim-runc/options.h"
+#include "shim/gocompat.h"
+#include "shim-runc/runc/options.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -31,7 +31,7 @@ RuncOptions options_with_root(const std::string& root) {
 
 std::string file_content(const std::string& path) {
   std::string content;
-  REQUIRE(runc_shim::go_read_file(path, &content).ok());
+  REQUIRE(shim::go_read_file(path, &content).ok());
   return content;
 }
 

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/sha256.h"
+#include "socket/sha256.h"
 #include "support/subprocess.h"
 
 namespace {

@@ -17,8 +17,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/posix_spawner.h"
-#include "shim/process_handle.h"
+#include "process/posix_spawner.h"
+#include "shim/process/process_handle.h"
 
 namespace {
 

@@ -27,7 +27,7 @@
 
 #include "shim/clock.h"
 #include "shim/logger.h"
-#include "shim/posix_spawner.h"
+#include "process/posix_spawner.h"
 #include "support/temp_dir.h"
 
 namespace stdio_test {

@@ -22,9 +22,9 @@
 
 #include "isolated_child.h"
 #include "reaper_fixture.h"
-#include "shim-runc/process_io.h"
-#include "shim/posix_spawner.h"
-#include "shim-runc/terminal_io.h"
+#include "shim/stdio/process_io.h"
+#include "process/posix_spawner.h"
+#include "stdio/terminal_io.h"
 #include "shim/fs.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
@@ -33,9 +33,9 @@
 namespace {
 
 using namespace std::chrono_literals;
-using runc_shim::ProcessIO;
-using runc_shim::StdioSpec;
-using runc_shim::StdioStream;
+using shim::ProcessIO;
+using shim::StdioSpec;
+using shim::StdioStream;
 using shim::test::IoThread;
 using shim::test::TempDir;
 using namespace stdio_test;
@@ -322,8 +322,8 @@ TEST_CASE("terminal: a stdout client arriving late still gets the output", "[ter
   TempDir dir;
   std::string out = make_fifo(dir, "out");
   IoThread io;
-  std::shared_ptr<runc_shim::TerminalIO> terminal;
-  REQUIRE(runc_shim::TerminalIO::create(io.executor(), StdioSpec{"", out, "", true}, test_logger(),
+  std::shared_ptr<shim::TerminalIO> terminal;
+  REQUIRE(shim::TerminalIO::create(io.executor(), StdioSpec{"", out, "", true}, test_logger(),
                                         &terminal)
               .ok());
   int slave = runc_sends_console(terminal->console_socket_path());
@@ -331,11 +331,11 @@ TEST_CASE("terminal: a stdout client arriving late still gets the output", "[ter
   auto begin = std::chrono::steady_clock::now();
   terminal->wait_output_reader(50ms);  // nobody reads yet: gives up
   CHECK(std::chrono::steady_clock::now() - begin >= 50ms);
-  runc_shim::stdio::Fd keeper;
+  shim::stdio::Fd keeper;
   auto done = std::make_shared<std::promise<std::uint64_t>>();
   REQUIRE(io.run([&] {
-              return terminal->start(runc_shim::stdio::Fd(), &keeper,
-                                     [done](const runc_shim::stdio::CopyResult& r) { done->set_value(r.bytes); });
+              return terminal->start(shim::stdio::Fd(), &keeper,
+                                     [done](const shim::stdio::CopyResult& r) { done->set_value(r.bytes); });
             }).ok());
   write_all(slave, "late");
   ::close(slave);
@@ -366,7 +366,7 @@ TEST_CASE("terminal: a binary:// logger gets the console output on its stdout pi
     std::string logger = dir.sub("logger");
     std::ofstream(logger) << kCopyingLogger;
     ::chmod(logger.c_str(), 0755);
-    runc_shim::ProcessIOOptions options;
+    shim::ProcessIOOptions options;
     options.binary_logger.reaper = &loop.reaper;
     options.binary_logger.spawner = &spawner;
     options.binary_logger.process_id = "c1";

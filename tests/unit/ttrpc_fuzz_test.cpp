@@ -1,6 +1,6 @@
 // Robustness: random and mutated frames thrown at the server must never crash it, and
 // afterwards it still answers, with no call state left behind.
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 
 #include <catch2/catch.hpp>
 

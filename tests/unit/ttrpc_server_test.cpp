@@ -1,6 +1,6 @@
 // TtrpcServer + TtrpcClient over real unix sockets: concurrency, deadlines, errors,
 // shutdown. Raw-byte checks are in ttrpc_server_wire_test.cpp.
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // TtrpcServer checked byte by byte over raw sockets: framing errors, limits, Go-exact
 // replies; and how it listens (serve_fd, peer credentials).
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 
 #include <catch2/catch.hpp>
 

@@ -10,7 +10,7 @@
 #include "shim/pb/containerd/events.pb.h"
 #include "shim/pb/containerd/events_service.pb.h"
 #include "shim/pb/containerd/task_v2.pb.h"
-#include "shim/ttrpc/frame.h"
+#include "ttrpc/frame.h"
 #include "support/containerd_fixture.h"
 #include "support/wire_capture.h"
 #include "shim/pb/ttrpc.pb.h"

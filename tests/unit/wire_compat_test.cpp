@@ -12,7 +12,7 @@
 #include "shim/pb/containerd/task_types.pb.h"
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/status.h"
-#include "shim/ttrpc/frame.h"
+#include "ttrpc/frame.h"
 #include "support/wire_capture.h"
 #include "shim/pb/ttrpc.pb.h"
 

@@ -13,7 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
-#include "shim/work_pool.h"
+#include "shim/process/work_pool.h"
 
 using namespace std::chrono_literals;
 

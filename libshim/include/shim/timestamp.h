@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "shim/pb/timestamp.pb.h"
-#include "shim/exit.h"
+#include "shim/process/exit.h"
 
 namespace shim {
 

@@ -13,6 +13,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "ttrpc/frame.h"
 #include "ttrpc/frame_writer.h"
 #include "ttrpc/unix_socket.h"
 #include "ttrpc/wire.h"

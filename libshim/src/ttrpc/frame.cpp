@@ -1,4 +1,4 @@
-#include "shim/ttrpc/frame.h"
+#include "ttrpc/frame.h"
 
 #include <algorithm>
 

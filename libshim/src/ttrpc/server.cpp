@@ -1,4 +1,4 @@
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 
 #include <cerrno>
 #include <chrono>

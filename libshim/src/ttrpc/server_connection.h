@@ -12,7 +12,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "shim/ttrpc/frame.h"
+#include "ttrpc/frame.h"
 #include "ttrpc/call_state.h"
 #include "ttrpc/frame_writer.h"
 #include "ttrpc/server_impl.h"

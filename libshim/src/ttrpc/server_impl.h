@@ -11,7 +11,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 
-#include "shim/ttrpc/server.h"
+#include "ttrpc/server.h"
 
 namespace shim::ttrpc {
 

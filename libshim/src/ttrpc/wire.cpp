@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "shim/ttrpc/frame.h"
+#include "ttrpc/frame.h"
 #include "ttrpc/proto_reader.h"
 
 namespace shim::ttrpc::wire {

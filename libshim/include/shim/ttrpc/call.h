@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +14,9 @@
 #include "shim/status.h"
 
 namespace shim::ttrpc {
+
+// The largest message (request or response payload) a peer accepts.
+inline constexpr std::uint32_t kMaxMessageSize = 4u << 20;  // 4 MiB, as in Go ttrpc
 
 // Request metadata in wire order; a key may repeat.
 using Metadata = std::vector<std::pair<std::string, std::string>>;

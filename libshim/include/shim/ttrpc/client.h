@@ -13,7 +13,6 @@
 
 #include "shim/status.h"
 #include "shim/ttrpc/call.h"
-#include "shim/ttrpc/frame.h"
 
 namespace shim::ttrpc {
 

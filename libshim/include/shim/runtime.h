@@ -1,0 +1,138 @@
+// The process tier: what a runtime vendor writes to get a complete containerd shim.
+//
+// A Runtime makes one Instance per container; an Instance creates, starts, signals and
+// deletes that container's processes with plain synchronous code. libshim serves the
+// task API on top (shim/runtime_manager.h): the task state machine with containerd's
+// error texts, init and exec bookkeeping, Wait, every task event in containerd's order,
+// stdio (FIFOs, file://, binary:// loggers, terminals), rootfs mounts, exit matching by
+// pid, cgroup metrics and OOM events, Pids, Connect, Shutdown, several containers per
+// shim, and the `delete` action.
+//
+// Threading: libshim calls every method below on a thread of its work pool (never on
+// the event loop), so they may block, e.g. on a runtime CLI. Calls that change a
+// container (create, start, kill, pause, resume, update, checkpoint, remove) run one at
+// a time per container, in the order containerd made them, as the Go shim's per-process
+// lock orders them; exec, delete_exec, stats and pids may run alongside them. Instances
+// of different containers run in parallel, up to the pool size.
+//
+// Processes: the pids an Instance reports must be children of the shim (or reparented
+// to it: the shim is a child subreaper), so libshim's reaper sees their exits. Start
+// runtime CLIs with Reaper::spawn_claimed() (their exits are then not container exits),
+// container processes with the Spawner or let the runtime fork them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "shim/pb/any.pb.h"
+#include "shim/status.h"
+
+namespace shim {
+
+struct ServiceContext;
+
+// A process's standard streams as the runtime hands them on: fds 0-2 ready for its
+// process (pipes or files; -1 means /dev/null), or, for a terminal, the socket where the
+// runtime sends the pty master (SCM_RIGHTS), as runc's --console-socket does. libshim
+// owns the fds: they stay open until the call that received them returned.
+struct ProcessStdio {
+  int stdin = -1;
+  int stdout = -1;
+  int stderr = -1;
+  std::string console_socket;  // set exactly when the process has a terminal
+
+  bool terminal() const { return !console_socket.empty(); }
+};
+
+// A container as Create describes it.
+struct ContainerConfig {
+  std::string id;
+  std::string bundle;
+  // <bundle>/rootfs when Create carried mounts (libshim mounted them there and unmounts
+  // them after remove()); empty when the spec's root is used as it is.
+  std::string rootfs;
+  // The bundle's config.json; empty when it is missing or not a JSON object (the
+  // runtime then reports its own error, as it would without libshim).
+  boost::json::object spec;
+  // The runtime options containerd sent, if any (type_url as sent).
+  std::optional<pb::Any> options;
+  // Create from this checkpoint image: start() restores instead of starting.
+  std::string checkpoint;
+  std::string parent_checkpoint;
+  bool terminal = false;
+};
+
+// An exec process, as Exec described it and Start started it.
+struct ExecConfig {
+  std::string exec_id;
+  std::string spec;  // OCI Process JSON, "terminal" set to the request's value
+  ProcessStdio stdio;
+};
+
+struct CheckpointConfig {
+  std::string path;  // where the image goes (CheckpointTaskRequest.path)
+  std::optional<pb::Any> options;
+};
+
+// Who owns the pipes libshim makes for a process's stdio (runc's IoUid/IoGid options);
+// -1: the shim's own uid or gid.
+struct StdioOwner {
+  int uid = -1;
+  int gid = -1;
+};
+
+class Instance {
+ public:
+  virtual ~Instance() = default;
+
+  // Asked before libshim makes the stdio of the init and of each exec. Default: the shim.
+  virtual StdioOwner stdio_owner() const { return {}; }
+
+  // Creates the init process with `stdio`, not started yet, and sets *pid when the
+  // process exists now (as after `runc create`); leave it 0 when the process only exists
+  // after start(). A container created from a checkpoint runs nothing here: keep
+  // `stdio`, whose fds stay open until start() returned.
+  virtual Status create(const ProcessStdio& stdio, std::uint32_t* pid) = 0;
+  // Starts the init. *pid holds create()'s pid; set it when start() made the process.
+  virtual Status start(std::uint32_t* pid) = 0;
+  // Starts exec process `exec` of the running (or created) container.
+  virtual Status exec(const ExecConfig& exec, std::uint32_t* pid) = 0;
+  // Exec `exec_id` was deleted (it had stopped, or never started).
+  virtual Status delete_exec(const std::string& exec_id);
+  // Signals the init, or with `all` every process of the container. Unimplemented (the
+  // default): libshim signals the init through its pidfd and refuses `all` unless the
+  // container has its own pid namespace (the init's death then ends the rest).
+  virtual Status kill(int signal, bool all);
+  // Deletes the container once its init stopped (or was never started). Afterwards
+  // libshim unmounts the rootfs it mounted.
+  virtual Status remove() = 0;
+
+  // Optional; the defaults answer Unimplemented, which containerd reports as such.
+  virtual Status pause();
+  virtual Status resume();
+  virtual Status update(std::string_view resources_json);  // OCI LinuxResources
+  virtual Status checkpoint(const CheckpointConfig& config);
+  // Unimplemented (the default): libshim answers from the init's cgroup (cgroup v1 or v2
+  // metrics, as containerd's runc shim does).
+  virtual Status stats(pb::Any* metrics);
+  // The container's pids. Unimplemented (the default): libshim reads the init's cgroup.
+  virtual Status pids(std::vector<std::uint32_t>* pids);
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  // Checks `config` (runtime options, bundle files) and makes the container's Instance;
+  // no process runs yet. An error reaches containerd as it is. `config` outlives the
+  // Instance.
+  virtual Status open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) = 0;
+};
+
+}  // namespace shim

@@ -1,0 +1,186 @@
+// ProcessIO: the stdio of one container process (init or exec), as containerd's Go runc
+// shim sets it up (protocol-facts 8.3).
+//
+// Life cycle, as the task service drives it:
+//   1. create(): parses the stdio strings (scheme from stdout), makes the OS pipes runc
+//      gets (fchown'ed to io_uid/io_gid), creates the file for file://.
+//   2. The runc caller passes runtime_stdin/stdout/stderr() as fds 0/1/2 of
+//      `runc create|exec` (-1: leave that fd /dev/null), then close_runtime_ends().
+//   3. start() once runc succeeded: opens the stdin keeper and starts the copies
+//      (stdin FIFO -> pipe, pipes -> stdout/stderr FIFO or file) on the event loop.
+//   4. close_stdin() for CloseIO; wait_drained() before Delete; close() at the end.
+//
+// Copies run on the single event loop with non-blocking fds (splice(2) pipe to FIFO;
+// read/write otherwise) and never drop bytes: a full FIFO is waited on; the copy ends at
+// EOF of the process's pipe, i.e. once every holder of its write end is gone.
+//
+// Threading: create() anywhere; runtime_*() and close_runtime_ends() from any thread (the
+// runc call runs on the work pool); everything else on the loop. The destructor closes
+// everything (on the loop: inline when already there, else posted).
+//
+// Null IO (all three strings empty): no pipes, runc gets /dev/null, nothing to copy.
+// binary:// and binary-v2:// (binary_logger.h): runc's stdout/stderr are the logger's pipes
+// (stdin unused, nothing to copy); logger_starter() runs on the pool before runc; close()
+// stops the logger.
+// Terminals (terminal_io.h): no pipes; runc gets --console-socket <console_socket_path()>,
+// console_receiver() takes the pty master after runc returned, start() copies stdin FIFO
+// -> master -> stdout (a FIFO, a file or the binary:// logger's stdout pipe).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "shim/logger.h"
+#include "shim/status.h"
+#include "shim/unique_fd.h"
+
+namespace shim {
+
+class Reaper;
+class Spawner;
+struct ServiceContext;
+
+enum class CopyMethod {
+  kSplice,     // splice(2) where both ends allow it, read/write otherwise
+  kReadWrite,  // always read/write through a user-space buffer
+};
+
+inline constexpr std::chrono::milliseconds kLoggerReadyTimeout{60000};
+inline constexpr std::chrono::milliseconds kLoggerStopGrace{12000};
+
+// How a binary:// or binary-v2:// logger is started and stopped.
+struct BinaryLoggerSettings {
+  Reaper* reaper = nullptr;    // claims the logger's exit
+  Spawner* spawner = nullptr;  // fork+exec
+  // CONTAINER_ID: the process's id as the Go shim passes it, i.e. the container id for
+  // init and the exec id for an exec.
+  std::string process_id;
+  std::string namespace_;  // CONTAINER_NAMESPACE
+  std::chrono::milliseconds ready_timeout = kLoggerReadyTimeout;
+  std::chrono::milliseconds stop_grace = kLoggerStopGrace;
+
+  bool usable() const { return reaper != nullptr && spawner != nullptr; }
+};
+
+// The settings a task service has at hand: its reaper, spawner and namespace.
+BinaryLoggerSettings binary_logger_settings(ServiceContext& context, std::string process_id);
+
+// What CreateTaskRequest / ExecProcessRequest carry.
+struct StdioSpec {
+  std::string stdin;
+  std::string stdout;
+  std::string stderr;
+  bool terminal = false;
+
+  bool is_null() const { return stdin.empty() && stdout.empty() && stderr.empty(); }
+};
+
+enum class StdioStream { kStdin = 0, kStdout = 1, kStderr = 2 };
+
+struct ProcessIOOptions {
+  CopyMethod copy_method = CopyMethod::kSplice;
+  // For binary:// and binary-v2:// stdout; without a reaper and spawner those schemes are
+  // Unimplemented.
+  BinaryLoggerSettings binary_logger;
+};
+
+class ProcessIO {
+ public:
+  // Errors: "unknown STDIO scheme <s>" (Unknown), Unimplemented for binary:// without
+  // options.binary_logger, pipe/chown/file/console socket errors with context.
+  static shim::Status create(boost::asio::any_io_executor executor, const StdioSpec& spec,
+                             int io_uid, int io_gid, const shim::Logger& logger,
+                             std::unique_ptr<ProcessIO>* io,
+                             const ProcessIOOptions& options = {});
+  ~ProcessIO();
+  ProcessIO(const ProcessIO&) = delete;
+  ProcessIO& operator=(const ProcessIO&) = delete;
+
+  const StdioSpec& spec() const;
+  bool is_null() const;
+
+  // The runtime's ends of the pipes (stdin: read end; stdout/stderr: write ends), -1 for
+  // a stream without a pipe or once closed. Owned by this object.
+  int runtime_stdin() const;
+  int runtime_stdout() const;
+  int runtime_stderr() const;
+  // Closes the runtime's ends: after runc returned, the process holds its own copies, and
+  // the copies see EOF only once no writer is left. Idempotent.
+  void close_runtime_ends();
+
+  // After runc create/exec succeeded: opens the stdin keeper (our write end on the stdin
+  // FIFO, so the process does not see EOF before CloseIO) and starts the copies. Output
+  // FIFOs are written once their client has a reader (see fifo_writer_opener.h). Errors
+  // name the path; on error call close().
+  shim::Status start();
+
+  // CloseIO: closes exactly the stdin keeper; the process sees EOF once the client has
+  // closed its end too. Idempotent.
+  void close_stdin();
+
+  // `callback(true)` once the stdout and stderr copies reached EOF (at once if there are
+  // none), `callback(false)` when `timeout` passed first or close() came first. Always
+  // runs later on the loop, never inside this call.
+  void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool drained)> callback);
+  bool drained() const;
+  // For Delete: wait_drained(), then also until the client has read everything from its
+  // output FIFOs (fifo_delivery.h: ctr 1.6 drops what is unread when Delete returns).
+  // `callback(true)` when both happened; false at `timeout`, after close(), or when the
+  // client read nothing for a while (nobody reading).
+  void wait_delivered(std::chrono::milliseconds timeout,
+                      std::function<void(bool delivered)> callback);
+
+  // Bytes copied so far for a stream.
+  std::uint64_t copied_bytes(StdioStream stream) const;
+
+  // Stops every copy and closes every fd; pending wait_drained() callbacks get false.
+  // Idempotent. Runs inline on the loop thread; from another thread it is posted there.
+  void close();
+
+  // binary:// loggers. logger_starter(): a job for a pool thread, to run before runc
+  // create/exec: spawns the logger and blocks until it is ready (BinaryLogger::start);
+  // errors read "failed to create init process I/O: ..." as in the Go shim. OK at once for
+  // the other schemes. The job keeps the logger alive by itself; close() during it stops
+  // the logger and makes it fail.
+  std::function<shim::Status()> logger_starter() const;
+  // Terminal with a binary:// stdout: the write end of the logger's stdout pipe, for the
+  // pty copy, which closes it when done (the logger then sees EOF). Invalid Fd otherwise
+  // or once taken.
+  UniqueFd take_logger_stdout_writer();
+  // The logger's pid; -1 without one or before logger_starter() spawned it.
+  pid_t logger_pid() const;
+  // Runs `next` once the binary:// logger is gone (stopping it if close() did not yet):
+  // on the loop after its exit (SIGTERM, up to 12 s, SIGKILL), or right now without a
+  // logger. The Go shim's Delete returns only then.
+  void after_logger_exit(std::function<void()> next);
+
+  // Terminals. The runtime's --console-socket; "" without a terminal. Any thread.
+  std::string console_socket_path() const;
+  // A job for the pool thread that ran runc create/exec/restore successfully: takes the
+  // pty master the runtime sent (bounded wait) and, for a FIFO stdout, waits a little for
+  // the client's reader (TerminalIO::wait_output_reader). It keeps what it needs alive,
+  // so close() meanwhile is safe (the master is then closed). OK at once without a
+  // terminal; else errors read "failed to retrieve console master: ...".
+  std::function<shim::Status()> console_receiver() const;
+  // ResizePty: the console's window size. OK without a console.
+  shim::Status resize(std::uint32_t width, std::uint32_t height);
+  // The process exited: a console copy ends once the master has nothing left to read,
+  // even if a child still holds the terminal. No-op without a terminal.
+  void process_exited();
+
+  class Impl;
+
+ private:
+  explicit ProcessIO(std::shared_ptr<Impl> impl);
+
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace shim

@@ -1,0 +1,177 @@
+#include "shim/gocompat.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <vector>
+
+#include <boost/json/value.hpp>
+#include <fmt/format.h>
+
+#include "shim/fs.h"
+
+namespace shim {
+
+std::string go_errno_text(int err) { return shim::errno_text(err, shim::ErrorStyle::kGo); }
+
+std::string go_exit_status_text(int status) { return fmt::format("exit status {}", status); }
+
+std::string go_clean_path(std::string_view path) {
+  if (path.empty()) return ".";
+  bool rooted = path.front() == '/';
+  std::vector<std::string_view> parts;
+  std::size_t pos = 0;
+  while (pos <= path.size()) {
+    std::size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view part = path.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part != "..") {
+      parts.push_back(part);
+      continue;
+    }
+    if (!parts.empty() && parts.back() != "..") {
+      parts.pop_back();
+    } else if (!rooted) {
+      parts.push_back(part);  // a relative path keeps leading ".."
+    }
+  }
+  std::string out = rooted ? "/" : "";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += '/';
+    out += parts[i];
+  }
+  return out.empty() ? "." : out;
+}
+
+std::string go_join_path(std::string_view a, std::string_view b) {
+  if (a.empty() && b.empty()) return "";
+  if (a.empty()) return go_clean_path(b);
+  if (b.empty()) return go_clean_path(a);
+  std::string joined(a);
+  joined += '/';
+  joined += b;
+  return go_clean_path(joined);
+}
+
+std::string go_abs_path(std::string_view path) {
+  if (!path.empty() && path.front() == '/') return go_clean_path(path);
+  std::vector<char> buffer(4096);
+  while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
+    if (errno != ERANGE) return go_clean_path(path);  // Go would return an error here
+    buffer.resize(buffer.size() * 2);
+  }
+  return go_join_path(buffer.data(), path);
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence at text[pos], or 0 if it is invalid.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t pos, std::uint32_t* code) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(pos);
+  std::size_t length = 0;
+  std::uint32_t value = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    value = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    value = lead & 0x0F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    value = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (pos + length > text.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(pos + i) & 0xC0) != 0x80) return 0;
+    value = (value << 6) | (byte(pos + i) & 0x3F);
+  }
+  bool overlong = (length == 3 && value < 0x800) || (length == 4 && value < 0x10000);
+  bool surrogate = value >= 0xD800 && value <= 0xDFFF;
+  if (overlong || surrogate || value > 0x10FFFF) return 0;
+  *code = value;
+  return length;
+}
+
+}  // namespace
+
+std::string go_json_quote(std::string_view text) {
+  std::string out = "\"";
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto c = static_cast<unsigned char>(text[pos]);
+    if (c < 0x80) {
+      ++pos;
+      switch (c) {
+        case '"': out += "\\\""; continue;
+        case '\\': out += "\\\\"; continue;
+        case '\n': out += "\\n"; continue;
+        case '\r': out += "\\r"; continue;
+        case '\t': out += "\\t"; continue;
+        default: break;
+      }
+      if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+        out += fmt::format("\\u00{:02x}", c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      continue;
+    }
+    std::uint32_t code = 0;
+    std::size_t length = utf8_sequence_length(text, pos, &code);
+    if (length == 0) {
+      out += "\\ufffd";
+      ++pos;
+      continue;
+    }
+    if (code == 0x2028 || code == 0x2029) {
+      out += fmt::format("\\u{:04x}", code);
+    } else {
+      out.append(text.substr(pos, length));
+    }
+    pos += length;
+  }
+  out += '"';
+  return out;
+}
+
+std::string_view go_trim_space(std::string_view text) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+bool go_equal_fold(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string_view go_json_kind(const boost::json::value& value) {
+  switch (value.kind()) {
+    case boost::json::kind::string: return "string";
+    case boost::json::kind::bool_: return "bool";
+    case boost::json::kind::array: return "array";
+    case boost::json::kind::object: return "object";
+    case boost::json::kind::null: return "null";
+    default: return "number";
+  }
+}
+
+shim::Status go_read_file(const std::string& path, std::string* content) {
+  return shim::read_file(path, content, shim::ErrorStyle::kGo);
+}
+
+shim::Status go_write_file(const std::string& path, std::string_view content, int mode) {
+  return shim::write_file(path, content, mode, shim::ErrorStyle::kGo);
+}
+
+}  // namespace shim

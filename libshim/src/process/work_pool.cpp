@@ -1,0 +1,94 @@
+#include "shim/process/work_pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+
+namespace shim {
+
+namespace {
+
+// Blocks every signal in the calling thread while alive; threads created meanwhile
+// inherit the full mask.
+class SignalsBlockedForNewThreads {
+ public:
+  SignalsBlockedForNewThreads() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved_);
+  }
+  ~SignalsBlockedForNewThreads() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  SignalsBlockedForNewThreads(const SignalsBlockedForNewThreads&) = delete;
+  SignalsBlockedForNewThreads& operator=(const SignalsBlockedForNewThreads&) = delete;
+
+ private:
+  sigset_t saved_{};
+};
+
+}  // namespace
+
+WorkPool::WorkPool(std::size_t max_threads, std::chrono::milliseconds idle_timeout)
+    : max_threads_(std::max<std::size_t>(max_threads, 1)), idle_timeout_(idle_timeout) {}
+
+WorkPool::~WorkPool() { stop(); }
+
+// Threads are detached; stop() waits for live_ to reach 0 instead of joining.
+void WorkPool::start_thread() {
+  SignalsBlockedForNewThreads blocked;
+  std::thread([this] { run(); }).detach();
+  ++live_;
+  ++idle_;  // counts as idle until it takes a job, so one post starts one thread
+}
+
+bool WorkPool::post(std::function<void()> job) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    jobs_.push_back(std::move(job));
+    if (idle_ < jobs_.size() && live_ < max_threads_) start_thread();
+  }
+  work_cv_.notify_one();
+  return true;
+}
+
+void WorkPool::stop() {
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  work_cv_.notify_all();
+  exited_cv_.wait(lock, [&] { return live_ == 0; });
+}
+
+std::size_t WorkPool::queued() const {
+  std::lock_guard lock(mu_);
+  return jobs_.size();
+}
+
+std::size_t WorkPool::thread_count() const {
+  std::lock_guard lock(mu_);
+  return live_;
+}
+
+void WorkPool::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    bool woke = work_cv_.wait_for(lock, idle_timeout_, [&] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty() && (stopping_ || !woke)) break;  // drained and stopping, or idle too long
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    --idle_;
+    lock.unlock();
+    try {
+      job();
+    } catch (...) {
+      ++failed_jobs_;
+    }
+    lock.lock();
+    ++idle_;
+  }
+  --idle_;
+  --live_;
+  exited_cv_.notify_all();  // under the lock: stop() cannot return and destroy us first
+}
+
+}  // namespace shim

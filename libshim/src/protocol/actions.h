@@ -1,0 +1,26 @@
+// The shim binary's actions, dispatched by shim::run (run.cpp). Private to libshim.
+#pragma once
+
+#include <string>
+
+#include "protocol/flags.h"
+#include "shim/manager.h"
+#include "protocol/shim_env.h"
+
+namespace shim::detail {
+
+int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
+int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
+int run_info(Manager& manager);
+int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
+
+// Reads all of fd 0 up to `limit` bytes (the rest is drained and ignored).
+std::string read_stdin(std::size_t limit);
+// Writes all of `bytes` to fd; false on error.
+bool write_fd(int fd, std::string_view bytes);
+// "<runtime name>: <message>" on stderr without a newline, as the Go shims print
+// failures (containerd shows the combined output as the error).
+int fail(const Manager& manager, const Status& status);
+std::string current_dir();
+
+}  // namespace shim::detail

@@ -1,0 +1,99 @@
+// shim::run: flag parsing and action dispatch for every libshim-based shim binary.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "protocol/actions.h"
+
+namespace shim {
+namespace detail {
+
+std::string read_stdin(std::size_t limit) {
+  std::string bytes;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EOF, or no usable stdin at all (closed fd): no options
+    if (bytes.size() < limit) {
+      bytes.append(buffer, std::min<std::size_t>(static_cast<std::size_t>(n), limit - bytes.size()));
+    }
+  }
+  return bytes;
+}
+
+bool write_fd(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+int fail(const Manager& manager, const Status& status) {
+  write_fd(STDERR_FILENO, fmt::format("{}: {}", manager.name(), status.message()));
+  return 1;
+}
+
+std::string current_dir() {
+  char buffer[PATH_MAX];
+  if (::getcwd(buffer, sizeof buffer) == nullptr) return ".";
+  return buffer;
+}
+
+namespace {
+
+int print_version(const char* program, const Manager& manager) {
+  std::string text = fmt::format("{}:\n  Version:  {}\n", program, manager.version());
+  if (!manager.revision().empty()) text += fmt::format("  Revision: {}\n", manager.revision());
+  text += fmt::format("  libshim:  {}\n", LIBSHIM_VERSION);
+  return write_fd(STDOUT_FILENO, text) ? 0 : 1;
+}
+
+int print_usage(const char* program) {
+  write_fd(STDERR_FILENO,
+           fmt::format("Usage of {}:\n"
+                       "  -namespace string   namespace that owns the shim\n"
+                       "  -id string          id of the task\n"
+                       "  -address string     grpc address back to main containerd\n"
+                       "  -publish-binary string  path to the containerd binary\n"
+                       "  -bundle string      path to the bundle if not workdir\n"
+                       "  -socket string      socket path to serve\n"
+                       "  -debug              enable debug output in logs\n"
+                       "  -info               print runtime info and exit\n"
+                       "  -v, -version        show the shim version and exit\n"
+                       "actions: start, delete (none: serve)\n",
+                       program));
+  return 0;
+}
+
+}  // namespace
+}  // namespace detail
+
+int run(int argc, char** argv, Manager& manager) {
+  ShimFlags flags;
+  if (Status status = parse_flags(argc, argv, &flags); !status.ok()) {
+    detail::write_fd(STDERR_FILENO, status.message() + "\n");
+    detail::print_usage(argc > 0 ? argv[0] : "shim");
+    return 2;
+  }
+  const char* program = argc > 0 ? argv[0] : "shim";
+  if (flags.help) return detail::print_usage(program);
+  if (flags.version) return detail::print_version(program, manager);
+  if (flags.info) return detail::run_info(manager);
+
+  ShimEnv env = read_shim_env(process_env());
+  if (flags.action == "start") return detail::run_start(flags, env, manager);
+  if (flags.action == "delete") return detail::run_delete(flags, env, manager);
+  if (!flags.action.empty()) {
+    return detail::fail(manager, Status(Code::kInvalidArgument, fmt::format("unknown action \"{}\"", flags.action)));
+  }
+  return detail::run_serve(flags, env, manager);
+}
+
+}  // namespace shim

@@ -1,0 +1,175 @@
+// The long-lived shim server: one Asio loop for sockets, signals and timers; a small
+// pool for blocking runtime calls; the plug-in's TaskService served as task v2 and v3.
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
+
+#include "protocol/actions.h"
+#include "shim/clock.h"
+#include "events/event_forwarder.h"
+#include "shim/logger.h"
+#include "process/posix_spawner.h"
+#include "process/signal_watcher.h"
+#include "process/signalfd_reaper.h"
+#include "ttrpc/server.h"
+#include "socket/unix_listener.h"
+#include "shim/process/work_pool.h"
+
+namespace shim::detail {
+namespace {
+
+constexpr int kListenFd = 3;
+constexpr auto kDrainTimeout = std::chrono::seconds(2);   // in-flight replies at shutdown
+constexpr auto kFlushTimeout = std::chrono::seconds(5);   // events at shutdown (Go: 5 s)
+
+// containerd created the bundle's `log` FIFO and keeps it open, so this never blocks.
+// Our stderr becomes the FIFO; the logger writes there without ever blocking.
+void redirect_stderr_to_log_fifo() {
+  int fd = ::open("log", O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;  // run by hand: keep stderr
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+}
+
+// Runs the shutdown sequence once: stop serving (in-flight replies go out), flush
+// events, remove the socket, stop the loop.
+class ShutdownSequence final : public ShutdownControl {
+ public:
+  ShutdownSequence(boost::asio::io_context& loop, Logger& logger)
+      : loop_(loop), logger_(logger), timer_(loop) {}
+
+  void attach(ttrpc::TtrpcServer* server, EventForwarder* forwarder, std::string socket_path) {
+    server_ = server;
+    forwarder_ = forwarder;
+    socket_path_ = std::move(socket_path);
+  }
+
+  void request_shutdown() override {
+    boost::asio::post(loop_, [this] { begin(); });
+  }
+
+ private:
+  void begin() {
+    if (started_) return;
+    started_ = true;
+    logger_.info("shutting down");
+    if (!socket_path_.empty()) ::unlink(socket_path_.c_str());  // no new connections
+    timer_.expires_after(kDrainTimeout);
+    timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) server_->close();  // calls still pending (a Wait) are dropped
+    });
+    server_->shutdown([this] {
+      timer_.cancel();
+      flush();
+    });
+  }
+
+  void flush() {
+    forwarder_->flush(kFlushTimeout, [this](bool delivered) {
+      if (!delivered) logger_.warn("events not delivered before exit");
+      loop_.stop();
+    });
+  }
+
+  boost::asio::io_context& loop_;
+  Logger& logger_;
+  boost::asio::steady_timer timer_;
+  ttrpc::TtrpcServer* server_ = nullptr;
+  EventForwarder* forwarder_ = nullptr;
+  std::string socket_path_;
+  bool started_ = false;
+};
+
+Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* socket_path) {
+  if (!flags.socket.empty()) {
+    *socket_path = flags.socket;
+    return server.serve_path(flags.socket);
+  }
+  if (Status s = socket_path_of(kListenFd, socket_path); !s.ok()) {
+    return Status(s.code(), fmt::format("fd {} is not the shim socket: {}", kListenFd, s.message()));
+  }
+  ::fcntl(kListenFd, F_SETFD, FD_CLOEXEC);
+  return server.serve_fd(kListenFd);
+}
+
+void dump_state(Logger& logger, const ttrpc::TtrpcServer& server, const EventForwarder& forwarder,
+                const SignalfdReaper& reaper) {
+  auto events = forwarder.stats();
+  auto reaped = reaper.stats();
+  logger.info("state dump", {{"connections", server.connection_count()},
+                             {"calls_in_flight", server.calls_in_flight()},
+                             {"events_queued", events.queued},
+                             {"events_sent", events.sent},
+                             {"events_rejected", events.rejected},
+                             {"reaped", reaped.reaped},
+                             {"reaped_claimed", reaped.claimed}});
+}
+
+}  // namespace
+
+int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
+  if (flags.namespace_.empty()) {
+    return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
+  }
+  // One malloc arena: glibc would give the pool's thread an arena of its own (a 64 MiB
+  // reservation, ~8 KiB more private memory per shim) for a few small allocations.
+  ::mallopt(M_ARENA_MAX, 1);
+  // Before any thread exists: every thread inherits this mask, so these signals reach
+  // only the loop's signalfd.
+  SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
+  ::signal(SIGPIPE, SIG_IGN);
+  redirect_stderr_to_log_fifo();
+
+  SystemClock clock;
+  Logger logger(std::make_shared<FdLogSink>(STDERR_FILENO), clock,
+                flags.debug ? LogLevel::kDebug : LogLevel::kInfo,
+                {{"namespace", flags.namespace_}, {"pid", ::getpid()}, {"runtime", manager.name()}});
+
+  boost::asio::io_context loop(1);
+  auto executor = loop.get_executor();
+  SignalWatcher signals(executor);
+  SignalfdReaper reaper(executor, signals);
+  if (Status s = reaper.start(); !s.ok()) logger.warn("reaper setup", {{"error", s.message()}});
+  WorkPool pool(2);
+  PosixSpawner spawner;
+  EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .namespace_ = flags.namespace_},
+                           clock, logger);
+  ShutdownSequence shutdown(loop, logger);
+
+  ServiceContext context{executor, reaper, forwarder, clock, spawner, pool, logger, shutdown,
+                         ShimIdentity{flags.namespace_, flags.id, current_dir(), flags.address,
+                                      env.ttrpc_address, flags.debug}};
+  std::unique_ptr<TaskService> service = manager.create_task_service(context);
+  ttrpc::Router router;
+  register_task_service(router, *service);
+  ttrpc::TtrpcServer server(executor, std::move(router));
+
+  std::string socket_path;
+  if (Status s = listen(flags, server, &socket_path); !s.ok()) {
+    logger.error("serve", {{"error", s.message()}});
+    return 1;
+  }
+  shutdown.attach(&server, &forwarder, socket_path);
+  signals.watch(SIGTERM, [&](const SignalInfo&) { shutdown.request_shutdown(); });
+  signals.watch(SIGINT, [&](const SignalInfo&) { shutdown.request_shutdown(); });
+  signals.watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, reaper); });
+
+  logger.info("starting signal loop", {{"path", current_dir()}, {"socket", socket_path}});
+  loop.run();
+
+  pool.stop();
+  forwarder.close();
+  reaper.stop();
+  signals.close();
+  logger.info("shim exited");
+  return 0;
+}
+
+}  // namespace shim::detail

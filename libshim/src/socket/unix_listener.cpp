@@ -1,0 +1,95 @@
+#include "socket/unix_listener.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "shim/fs.h"
+
+namespace shim {
+namespace {
+
+Status fill_address(const std::string& path, sockaddr_un* addr, socklen_t* len) {
+  std::memset(addr, 0, sizeof *addr);
+  addr->sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr->sun_path) {
+    return invalid_argument(fmt::format("socket path {} is {} bytes, longer than the {}-byte limit",
+                                        path, path.size(), sizeof addr->sun_path - 1));
+  }
+  std::memcpy(addr->sun_path, path.data(), path.size());
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  return {};
+}
+
+// True when something accepts connections at `path` right now.
+bool server_answers(const sockaddr_un& addr, socklen_t len) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0;
+  ::close(fd);
+  return live;
+}
+
+Status errno_status(std::string_view op, const std::string& path) {
+  return Status(Code::kUnknown, fmt::format("{} {}: {}", op, path, std::strerror(errno)));
+}
+
+}  // namespace
+
+Status listen_unix(const std::string& path, ListenResult* result) {
+  sockaddr_un addr;
+  socklen_t len = 0;
+  if (Status s = fill_address(path, &addr, &len); !s.ok()) return s;
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    if (Status s = make_dirs(path.substr(0, slash), 0700); !s.ok()) return s;
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno_status("socket for", path);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0) {
+      if (::chmod(path.c_str(), 0600) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+        Status s = errno_status("listen on", path);
+        ::close(fd);
+        return s;
+      }
+      *result = {ListenOutcome::kBound, fd};
+      return {};
+    }
+    int err = errno;
+    ::close(fd);
+    if (err != EADDRINUSE) {
+      errno = err;
+      return errno_status("bind", path);
+    }
+    if (server_answers(addr, len)) {
+      *result = {ListenOutcome::kInUse, -1};
+      return {};
+    }
+    ::unlink(path.c_str());  // stale socket of a dead shim
+  }
+  return Status(Code::kUnknown, fmt::format("bind {}: address still in use", path));
+}
+
+Status socket_path_of(int fd, std::string* path) {
+  sockaddr_un addr;
+  socklen_t len = sizeof addr;
+  std::memset(&addr, 0, sizeof addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Status(Code::kUnknown, fmt::format("getsockname fd {}: {}", fd, std::strerror(errno)));
+  }
+  if (addr.sun_family != AF_UNIX) {
+    return invalid_argument(fmt::format("fd {} is not a unix socket", fd));
+  }
+  *path = addr.sun_path;  // NUL-terminated for path sockets
+  return {};
+}
+
+}  // namespace shim

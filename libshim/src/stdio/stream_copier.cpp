@@ -1,0 +1,232 @@
+#include "stdio/stream_copier.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+namespace shim::stdio {
+
+namespace {
+
+// splice() asks for this much; pipe to pipe it moves whatever fits (a full pipe is 64 KiB
+// by default), so this only bounds one call.
+constexpr std::size_t kSpliceChunk = std::size_t{1} << 20;
+// Read/write buffer: a whole default pipe in one go.
+constexpr std::size_t kBufferSize = 64 * 1024;
+// Steps per turn on the loop before yielding, so one busy stream cannot starve the
+// others or the RPCs sharing the loop.
+constexpr int kStepsPerTurn = 64;
+// splice() said "would block" but poll() saw both ends ready this many times in a row:
+// stop trusting splice for this pair and use read/write, whose waits are unambiguous.
+constexpr int kMaxFruitlessProbes = 8;
+
+}  // namespace
+
+struct StreamCopier::Step {
+  enum Kind { kProgress, kEof, kBlocked, kError } kind;
+  Side side = Side::kNone;  // for kBlocked: which end to wait on (kNone: find out)
+  shim::Status status;      // for kError
+};
+
+std::shared_ptr<StreamCopier> StreamCopier::start(boost::asio::any_io_executor executor,
+                                                  std::string name, Fd source,
+                                                  CopyTarget target, CopyMethod method,
+                                                  DoneHandler done) {
+  auto copier =
+      std::make_shared<StreamCopier>(std::move(executor), std::move(name), method, std::move(done));
+  shim::Status attached = copier->attach(std::move(source), std::move(target));
+  if (!attached.ok()) {
+    // Report through the handler, asynchronously, like any other end of the copy.
+    boost::asio::post(copier->executor_, [copier, attached] { copier->finish(attached); });
+    return copier;
+  }
+  boost::asio::post(copier->executor_, [copier] { copier->pump(); });
+  return copier;
+}
+
+StreamCopier::StreamCopier(boost::asio::any_io_executor executor, std::string name,
+                           CopyMethod method, DoneHandler done)
+    : executor_(executor),
+      name_(std::move(name)),
+      method_(method),
+      done_(std::move(done)),
+      source_(executor),
+      target_waiter_(executor) {}
+
+shim::Status StreamCopier::attach(Fd source, CopyTarget target) {
+  target_ = std::move(target.fd);
+  keeper_ = std::move(target.keeper);
+  boost::system::error_code ec;
+  source_.assign(source.get(), ec);
+  if (ec) return shim::unknown(fmt::format("{}: register source fd: {}", name_, ec.message()));
+  source.release();
+
+  struct stat st{};
+  if (!target_ || !target_->valid() || ::fstat(target_->get(), &st) < 0) {
+    return shim::unknown(fmt::format("{}: bad target fd", name_));
+  }
+  target_pollable_ = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  if (!target_pollable_) {
+    // Files: splice refuses O_APPEND targets, and a shared writer must not be registered
+    // with the loop twice.
+    method_ = CopyMethod::kReadWrite;
+    return {};
+  }
+  target_waiter_.assign(target_->get(), ec);
+  if (ec) return shim::unknown(fmt::format("{}: register target fd: {}", name_, ec.message()));
+  return {};
+}
+
+void StreamCopier::cancel() {
+  if (finished_) return;
+  finished_ = true;
+  release_fds();
+}
+
+void StreamCopier::pump() {
+  for (int steps = 0; steps < kStepsPerTurn; ++steps) {
+    if (finished_) return;
+    Step step = method_ == CopyMethod::kSplice ? splice_once() : read_write_once();
+    switch (step.kind) {
+      case Step::kProgress:
+        continue;
+      case Step::kEof:
+        finish({});
+        return;
+      case Step::kError:
+        finish(step.status);
+        return;
+      case Step::kBlocked:
+        wait(step.side);
+        return;
+    }
+  }
+  boost::asio::post(executor_, [self = shared_from_this()] {
+    if (!self->finished_) self->pump();
+  });
+}
+
+StreamCopier::Step StreamCopier::splice_once() {
+  ssize_t n = ::splice(source_.native_handle(), nullptr, target_->get(), nullptr, kSpliceChunk,
+                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (n > 0) {
+    bytes_ += static_cast<std::uint64_t>(n);
+    fruitless_probes_ = 0;
+    return {Step::kProgress};
+  }
+  if (n == 0) return {Step::kEof};
+  switch (errno) {
+    case EINTR:
+      return {Step::kProgress};
+    case EAGAIN:
+      return {Step::kBlocked, Side::kNone};
+    case EINVAL:
+    case ENOSYS:
+    case EOPNOTSUPP:
+      // This pair of files does not splice (nothing was moved): copy through user space.
+      method_ = CopyMethod::kReadWrite;
+      return {Step::kProgress};
+    default:
+      return {Step::kError, Side::kNone,
+              shim::unknown(fmt::format("copy {}: splice: {}", name_, std::strerror(errno)))};
+  }
+}
+
+StreamCopier::Step StreamCopier::read_write_once() {
+  if (buffer_.empty()) buffer_.resize(kBufferSize);
+  if (pending_begin_ < pending_end_) {
+    ssize_t n = ::write(target_->get(), buffer_.data() + pending_begin_,
+                        pending_end_ - pending_begin_);
+    if (n > 0) {
+      pending_begin_ += static_cast<std::size_t>(n);
+      bytes_ += static_cast<std::uint64_t>(n);
+      return {Step::kProgress};
+    }
+    if (n < 0 && errno == EINTR) return {Step::kProgress};
+    if (n < 0 && errno == EAGAIN && target_pollable_) return {Step::kBlocked, Side::kTarget};
+    int err = n < 0 ? errno : EIO;
+    return {Step::kError, Side::kNone,
+            shim::unknown(fmt::format("copy {}: write: {}", name_, std::strerror(err)))};
+  }
+  ssize_t n = ::read(source_.native_handle(), buffer_.data(), buffer_.size());
+  if (n > 0) {
+    pending_begin_ = 0;
+    pending_end_ = static_cast<std::size_t>(n);
+    return {Step::kProgress};
+  }
+  if (n == 0) return {Step::kEof};
+  if (errno == EINTR) return {Step::kProgress};
+  if (errno == EAGAIN) return {Step::kBlocked, Side::kSource};
+  return {Step::kError, Side::kNone,
+          shim::unknown(fmt::format("copy {}: read: {}", name_, std::strerror(errno)))};
+}
+
+// splice() reports "would block" for an empty source and for a full target alike; a
+// zero-timeout poll tells which. The loop's epoll is edge-triggered, so waiting on an end
+// that is already ready would never wake: this check is what makes the wait safe (the
+// loop runs on this thread, so any change after it is reported to the wait below).
+StreamCopier::Side StreamCopier::blocked_side() {
+  pollfd fds[2] = {{source_.native_handle(), POLLIN, 0}, {target_->get(), POLLOUT, 0}};
+  if (::poll(fds, 2, 0) < 0) return Side::kNone;
+  if (target_pollable_ && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP)) == 0) {
+    return Side::kTarget;
+  }
+  if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return Side::kSource;
+  return Side::kNone;
+}
+
+void StreamCopier::wait(Side side) {
+  if (side == Side::kNone) side = blocked_side();
+  if (side == Side::kNone) {
+    // Both ends looked ready: retry. Should splice keep refusing, fall back.
+    if (++fruitless_probes_ > kMaxFruitlessProbes) method_ = CopyMethod::kReadWrite;
+    boost::asio::post(executor_, [self = shared_from_this()] {
+      if (!self->finished_) self->pump();
+    });
+    return;
+  }
+  auto on_ready = [self = shared_from_this()](const boost::system::error_code& ec) {
+    if (self->finished_) return;
+    if (ec) {
+      self->finish(shim::unknown(fmt::format("copy {}: wait: {}", self->name_, ec.message())));
+      return;
+    }
+    self->pump();
+  };
+  if (side == Side::kSource) {
+    source_.async_wait(boost::asio::posix::stream_descriptor::wait_read, std::move(on_ready));
+  } else {
+    target_waiter_.async_wait(boost::asio::posix::stream_descriptor::wait_write,
+                              std::move(on_ready));
+  }
+}
+
+void StreamCopier::finish(shim::Status status) {
+  if (finished_) return;
+  finished_ = true;
+  release_fds();
+  DoneHandler done = std::move(done_);
+  done_ = nullptr;
+  if (done) done(CopyResult{bytes_, std::move(status)});
+}
+
+void StreamCopier::release_fds() {
+  boost::system::error_code ignored;
+  source_.close(ignored);
+  // The waiter only borrows the target fd: deregister it, then drop our share.
+  if (target_waiter_.is_open()) target_waiter_.release();
+  target_.reset();
+  keeper_.reset();
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+}
+
+}  // namespace shim::stdio

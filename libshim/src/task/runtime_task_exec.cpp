@@ -1,0 +1,211 @@
+// RuntimeTaskService: Exec (which only registers the process, as in Go), the Start of an
+// exec, and Delete of execs and of containers.
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "shim/linux/mount.h"
+#include "shim/timestamp.h"
+#include "task/runtime_task_service.h"
+
+namespace shim {
+namespace {
+
+constexpr auto kIoDrainTimeout = std::chrono::seconds(2);  // as the Go shim on Delete
+
+// The exec's OCI Process JSON with `terminal` forced to the request's value (Go does so).
+Status exec_spec(const task::ExecProcessRequest& request, std::string* spec_json) {
+  boost::system::error_code ec;
+  boost::json::value spec = boost::json::parse(request.spec().value(), ec);
+  if (ec || !spec.is_object()) return invalid_argument("exec spec is not an OCI process JSON object");
+  spec.as_object()["terminal"] = request.terminal();
+  *spec_json = boost::json::serialize(spec);
+  return {};
+}
+
+task::DeleteResponse delete_response(const TaskProcess& process) {
+  task::DeleteResponse response;
+  response.set_pid(process.pid);
+  response.set_exit_status(process.exit ? static_cast<std::uint32_t>(process.exit->status) : 0);
+  *response.mutable_exited_at() = exited_at(process.exit);
+  return response;
+}
+
+// Waits (bounded) until the process's output was copied out and read, then runs `next`.
+void drain_then(ProcessIO* io, std::function<void()> next) {
+  if (io == nullptr) return next();
+  // Delivered, not just drained: ctr 1.6 drops FIFO bytes still unread when we answer.
+  io->wait_delivered(kIoDrainTimeout, [next = std::move(next)](bool) { next(); });
+}
+
+// Runs `next` once a binary:// logger of `io` has exited (Go's Delete waits for it too),
+// right away otherwise.
+void after_logger_exit(std::unique_ptr<ProcessIO> io, std::function<void()> next) {
+  if (io == nullptr) return next();
+  io->after_logger_exit(std::move(next));
+}
+
+struct ExecResult {
+  Status status;
+  std::uint32_t pid = 0;
+  std::unique_ptr<ProcessIO> io;
+};
+
+ProcessStdio exec_stdio(const ProcessIO& io) {
+  ProcessStdio stdio;
+  stdio.console_socket = io.console_socket_path();
+  if (stdio.terminal()) return stdio;
+  stdio.stdin = io.runtime_stdin();
+  stdio.stdout = io.runtime_stdout();
+  stdio.stderr = io.runtime_stderr();
+  return stdio;
+}
+
+}  // namespace
+
+// ---- Exec -----------------------------------------------------------------------------
+
+void RuntimeTaskService::exec(const CallInfo&, task::ExecProcessRequest request, Reply<Empty> reply) {
+  TaskContainer* container = nullptr;
+  if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  if (container->execs.contains(request.exec_id())) {
+    return reply.fail(already_exists(fmt::format("id {}", request.exec_id())));
+  }
+  if (auto s = check_transition(container->init.state, Operation::kExec, true); !s.ok()) return reply.fail(s);
+  if (container->restore_pending) return reply.fail(unknown("cannot exec in a created state"));
+  auto process = std::make_unique<TaskProcess>();
+  if (auto s = exec_spec(request, &process->spec_json); !s.ok()) return reply.fail(s);
+  process->id = request.exec_id();
+  process->exec_id = request.exec_id();
+  process->stdio = StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
+  container->execs.emplace(request.exec_id(), std::move(process));
+  events_.exec_added(request.id(), request.exec_id());
+  reply(Empty());
+}
+
+void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& process,
+                                    Reply<task::StartResponse> reply) {
+  process.busy = true;
+  auto token = events_.begin_start({container.id, process.exec_id});
+  auto work = [this, holder = container.holder, exec_id = process.exec_id, spec = process.spec_json,
+               stdio = process.stdio] {
+    ExecResult result;
+    result.status = make_process_io(context_, *holder->instance, stdio, exec_id, &result.io);
+    if (!result.status.ok()) return result;
+    result.status = result.io->logger_starter()();  // a binary:// logger is ready first
+    if (result.status.ok()) {
+      result.status = holder->instance->exec(ExecConfig{exec_id, spec, exec_stdio(*result.io)}, &result.pid);
+    }
+    if (result.status.ok()) result.status = result.io->console_receiver()();
+    return result;
+  };
+  auto done = [this, id = container.id, exec_id = process.exec_id, token, reply](ExecResult result) {
+    TaskContainer* c = nullptr;
+    TaskProcess* p = nullptr;
+    if (!find(id, exec_id, &c, &p).ok()) {
+      if (result.io) result.io->close();
+      events_.start_failed(token);
+      return reply.fail(not_found(fmt::format("process does not exist {}", exec_id)));
+    }
+    p->busy = false;
+    if (result.io) {
+      result.io->close_runtime_ends();
+      if (result.status.ok()) result.status = result.io->start();
+    }
+    if (!result.status.ok()) {
+      if (result.io) result.io->close();
+      p->io = std::move(result.io);
+      events_.start_failed(token);
+      return reply.fail(result.status);
+    }
+    p->io = std::move(result.io);
+    p->pid = result.pid;
+    ProcessHandle::open(static_cast<pid_t>(result.pid), &p->handle);  // before its exit is handled
+    p->state = ProcessState::kRunning;
+    task::StartResponse response;
+    response.set_pid(result.pid);
+    events_.start_succeeded(token, result.pid);
+    reply(response);
+  };
+  post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
+}
+
+// ---- Delete ---------------------------------------------------------------------------
+
+void RuntimeTaskService::remove(const CallInfo&, task::DeleteRequest request, Reply<task::DeleteResponse> reply) {
+  TaskContainer* container = nullptr;
+  TaskProcess* process = nullptr;
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (process->busy) return reply.fail(unknown("cannot delete a running process"));
+  if (auto s = check_transition(process->state, Operation::kDelete, process->is_init()); !s.ok()) {
+    return reply.fail(s);
+  }
+  if (process->is_init()) return delete_init(*container, std::move(reply));
+  delete_exec(*container, *process, std::move(reply));
+}
+
+void RuntimeTaskService::delete_init(TaskContainer& container, Reply<task::DeleteResponse> reply) {
+  container.init.busy = true;
+  drain_then(container.init.io.get(), [this, id = container.id, reply]() {
+    TaskContainer* c = nullptr;
+    if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
+    auto work = [holder = c->holder] {
+      Status status = holder->instance->remove();
+      const std::string& rootfs = holder->config.rootfs;
+      if (!rootfs.empty()) {
+        if (auto s = unmount_all(rootfs); !s.ok() && status.ok()) {
+          status = unknown(fmt::format("failed rootfs umount: {}", s.message()));
+        }
+      }
+      return status;
+    };
+    serial(*c, std::move(work), [this, id, reply](Status status) { finish_delete_init(id, status, reply); });
+  });
+}
+
+void RuntimeTaskService::finish_delete_init(const std::string& id, const Status& status,
+                                            Reply<task::DeleteResponse> reply) {
+  TaskContainer* c = nullptr;
+  if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
+  c->init.busy = false;
+  if (!status.ok()) return reply.fail(status);
+  task::DeleteResponse response = delete_response(c->init);
+  if (c->init.io) c->init.io->close();
+  for (auto& [exec_id, exec] : c->execs) {
+    if (exec->io) exec->io->close();
+  }
+  events_.forget({id, ""});
+  oom_.remove(id);
+  std::unique_ptr<ProcessIO> init_io = std::move(c->init.io);
+  containers_.erase(id);
+  containerd::events::TaskDelete event;
+  event.set_container_id(id);
+  event.set_pid(response.pid());
+  event.set_exit_status(response.exit_status());
+  *event.mutable_exited_at() = response.exited_at();
+  after_logger_exit(std::move(init_io), [this, event, reply, response]() mutable {
+    events_.deleted(event);
+    reply(response);
+  });
+}
+
+void RuntimeTaskService::delete_exec(TaskContainer& container, TaskProcess& process,
+                                     Reply<task::DeleteResponse> reply) {
+  process.busy = true;
+  drain_then(process.io.get(), [this, id = container.id, exec_id = process.exec_id, reply]() {
+    TaskContainer* c = nullptr;
+    TaskProcess* p = nullptr;
+    if (!find(id, exec_id, &c, &p).ok()) {
+      return reply.fail(not_found(fmt::format("process does not exist {}", exec_id)));
+    }
+    task::DeleteResponse response = delete_response(*p);
+    if (p->io) p->io->close();
+    // The runtime's own clean-up (runc: the exec's pid file) needs no answer first.
+    context_.pool.post([holder = c->holder, exec_id] { holder->instance->delete_exec(exec_id); });
+    events_.forget({id, exec_id});
+    std::unique_ptr<ProcessIO> io = std::move(p->io);
+    c->execs.erase(exec_id);
+    after_logger_exit(std::move(io), [reply, response]() mutable { reply(response); });
+  });
+}
+
+}  // namespace shim

@@ -1,0 +1,124 @@
+// RuntimeTaskService: the task API served over a Runtime (shim/runtime.h), with the Go
+// runc shim's semantics, status codes and error texts.
+//
+// Threading: every RPC runs on the shim's event loop and all task state lives there, so
+// nothing is locked. Each Instance call runs on the WorkPool (those that change the
+// container through the container's SerialOps); its result comes back to the loop, which
+// updates the state and replies. A slow runtime call thus never delays State, Wait or
+// another container's calls.
+//
+// The RPCs live in three files: runtime_task_service.cpp (lookups, exits, State, Wait,
+// Kill, Pids, Stats, CloseIO, Pause, Resume, Update, Checkpoint, ResizePty, Connect,
+// Shutdown), runtime_task_create.cpp (Create, Start of init) and
+// runtime_task_exec.cpp (Exec, Start of an exec, Delete).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "shim/events/lifecycle_events.h"
+#include "shim/linux/oom_watcher.h"
+#include "shim/process/subscription.h"
+#include "shim/process/work_pool.h"
+#include "shim/runtime.h"
+#include "shim/service_context.h"
+#include "shim/task_service.h"
+#include "task/task_records.h"
+
+namespace shim {
+
+class RuntimeTaskService final : public TaskService {
+ public:
+  RuntimeTaskService(ServiceContext& context, std::unique_ptr<Runtime> runtime);
+  ~RuntimeTaskService() override;
+
+  void create(const CallInfo&, task::CreateTaskRequest request,
+              Reply<task::CreateTaskResponse> reply) override;
+  void start(const CallInfo&, task::StartRequest request, Reply<task::StartResponse> reply) override;
+  void remove(const CallInfo&, task::DeleteRequest request, Reply<task::DeleteResponse> reply) override;
+  void exec(const CallInfo&, task::ExecProcessRequest request, Reply<Empty> reply) override;
+  void state(const CallInfo&, task::StateRequest request, Reply<task::StateResponse> reply) override;
+  void wait(const CallInfo&, task::WaitRequest request, Reply<task::WaitResponse> reply) override;
+  void kill(const CallInfo&, task::KillRequest request, Reply<Empty> reply) override;
+  void pids(const CallInfo&, task::PidsRequest request, Reply<task::PidsResponse> reply) override;
+  void stats(const CallInfo&, task::StatsRequest request, Reply<task::StatsResponse> reply) override;
+  void close_io(const CallInfo&, task::CloseIORequest request, Reply<Empty> reply) override;
+  void pause(const CallInfo&, task::PauseRequest request, Reply<Empty> reply) override;
+  void resume(const CallInfo&, task::ResumeRequest request, Reply<Empty> reply) override;
+  void update(const CallInfo&, task::UpdateTaskRequest request, Reply<Empty> reply) override;
+  void checkpoint(const CallInfo&, task::CheckpointTaskRequest request, Reply<Empty> reply) override;
+  void resize_pty(const CallInfo&, task::ResizePtyRequest request, Reply<Empty> reply) override;
+  void connect(const CallInfo&, task::ConnectRequest request,
+               Reply<task::ConnectResponse> reply) override;
+  void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
+
+ private:
+  struct CreateResult;
+
+  // Container `id`, or the Go shim's NotFound "container not created: not found".
+  Status find(const std::string& id, TaskContainer** container);
+  Status find(const std::string& id, const std::string& exec_id, TaskContainer** container,
+              TaskProcess** process);
+
+  // Runs `work` (returning Status, or a struct with a `status` member) on the pool after
+  // the container's earlier ops, then `done(result)` on the loop.
+  template <class Work, class Done>
+  void serial(TaskContainer& container, Work work, Done done);
+
+  CreateResult create_on_pool(const task::CreateTaskRequest& request);
+  void finish_create(const task::CreateTaskRequest& request, CreateResult result,
+                     Reply<task::CreateTaskResponse> reply);
+  void start_init(TaskContainer& container, Reply<task::StartResponse> reply);
+  void start_exec(TaskContainer& container, TaskProcess& process, Reply<task::StartResponse> reply);
+  void delete_init(TaskContainer& container, Reply<task::DeleteResponse> reply);
+  void finish_delete_init(const std::string& id, const Status& status, Reply<task::DeleteResponse> reply);
+  void delete_exec(TaskContainer& container, TaskProcess& process, Reply<task::DeleteResponse> reply);
+  void watch_oom(const TaskContainer& container);
+
+  void on_reaped(const ProcessRef& ref, const ProcessExit& exit);
+  void kill_rest_of(TaskContainer& container);
+  void on_exit_published(const ProcessRef& ref, const ProcessExit& exit);
+
+  ServiceContext& context_;
+  std::unique_ptr<Runtime> runtime_;
+  LifecycleEvents events_;
+  OomWatcher oom_;
+  Subscription exits_;
+  std::map<std::string, std::unique_ptr<TaskContainer>> containers_;
+  std::map<std::string, LifecycleEvents::StartToken> creating_;  // Creates under way: their holds
+};
+
+// Results of pool work: Status, or a struct whose `status` says how it went.
+template <class Result>
+Result cancelled_result(Status status) {
+  if constexpr (std::is_same_v<Result, Status>) {
+    return status;
+  } else {
+    Result result{};
+    result.status = std::move(status);
+    return result;
+  }
+}
+
+template <class Work, class Done>
+void RuntimeTaskService::serial(TaskContainer& container, Work work, Done done) {
+  using Result = std::invoke_result_t<Work&>;
+  container.ops->enqueue([this, id = container.id, holder = container.holder, work = std::move(work),
+                          done = std::move(done)](SerialOps::Finished finished) mutable {
+    // An op queued behind the container's Delete finds the container gone.
+    TaskContainer* current = nullptr;
+    if (!find(id, &current).ok() || current->holder != holder) {
+      done(cancelled_result<Result>(not_found("container not created")));
+      return finished();
+    }
+    post_and_reply(context_.pool, context_.executor, std::move(work),
+                   [done = std::move(done), finished = std::move(finished)](Result result) mutable {
+                     done(std::move(result));
+                     finished();
+                   });
+  });
+}
+
+}  // namespace shim

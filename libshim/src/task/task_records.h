@@ -1,0 +1,81 @@
+// What the process tier's task service keeps per container and per process. Loop thread
+// only, except InstanceHolder, which pool jobs share.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shim/linux/cgroup.h"
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/process/exit.h"
+#include "shim/process/process_handle.h"
+#include "shim/runtime.h"
+#include "shim/service_context.h"
+#include "shim/stdio/process_io.h"
+#include "shim/ttrpc/typed.h"
+#include "task/serial_ops.h"
+#include "task/task_state.h"
+
+namespace shim {
+
+// The runtime's Instance with the config it was opened with (which must outlive it).
+// Shared by the container record and the pool jobs that call it.
+struct InstanceHolder {
+  ContainerConfig config;
+  std::unique_ptr<Instance> instance;
+};
+
+struct TaskProcess {
+  std::string id;       // the container id for init, the exec id for an exec
+  std::string exec_id;  // empty for init
+  StdioSpec stdio;
+  std::string spec_json;  // exec: the OCI Process JSON for the runtime
+  ProcessState state = ProcessState::kCreated;
+  bool busy = false;  // a start or delete is under way
+  std::uint32_t pid = 0;
+  std::optional<ProcessExit> exit;
+  bool exit_published = false;
+  std::unique_ptr<ProcessIO> io;
+  ProcessHandle handle;  // pidfd: execs (and init by default) are signalled through it
+  std::vector<ttrpc::Reply<containerd::task::v2::WaitResponse>> waiters;
+
+  bool is_init() const { return exec_id.empty(); }
+};
+
+struct TaskContainer {
+  std::string id;
+  std::string bundle;
+  std::shared_ptr<InstanceHolder> holder;
+  std::shared_ptr<SerialOps> ops = std::make_shared<SerialOps>();
+  std::optional<CgroupPaths> cgroup;  // the init's, loaded once its pid is known
+  bool private_pid_namespace = true;
+  // Created from a checkpoint (Go's "created checkpoint" state): nothing runs until
+  // Start restores it; its IO keeps the runtime's ends open until then.
+  bool restore_pending = false;
+  TaskProcess init;
+  std::map<std::string, std::unique_ptr<TaskProcess>> execs;
+
+  // The process by exec id ("" = init); nullptr if none.
+  TaskProcess* process(const std::string& exec_id) {
+    if (exec_id.empty()) return &init;
+    auto it = execs.find(exec_id);
+    return it == execs.end() ? nullptr : it->second.get();
+  }
+  Instance& instance() const { return *holder->instance; }
+};
+
+// Whether an OCI spec gives the container its own pid namespace (a "pid" namespace
+// entry without a path). Without one the rest of the container is killed when init
+// exits, as the Go shim does (runc.ShouldKillAllOnExit). An empty spec (unreadable
+// config.json) counts as private: nothing extra is killed.
+bool has_private_pid_namespace(const boost::json::object& spec);
+
+// The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
+Status make_process_io(ServiceContext& context, const Instance& instance, const StdioSpec& stdio,
+                       const std::string& process_id, std::unique_ptr<ProcessIO>* io);
+
+}  // namespace shim

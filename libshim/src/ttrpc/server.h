@@ -1,0 +1,59 @@
+// TtrpcServer: serves ttrpc on unix sockets from one Asio executor.
+//
+// Every connection reads frames continuously and runs each request as soon as it is
+// complete, so many calls per connection are in flight and answered in any order
+// (containerd keeps a Wait blocked on the connection it sends State and Kill on).
+// Writes are queued per connection; the reader never waits for the writer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "shim/status.h"
+#include "ttrpc/frame.h"
+#include "shim/ttrpc/router.h"
+
+namespace shim::ttrpc {
+
+struct ServerOptions {
+  std::uint32_t max_message_size = kMaxMessageSize;
+  // Drop connections whose SO_PEERCRED uid/gid differ from our effective uid/gid, as
+  // the Go shim does (ttrpc.UnixSocketRequireSameUser).
+  bool require_same_user = true;
+};
+
+// The executor's context must outlive the server. Destroying the server posts close().
+class TtrpcServer {
+ public:
+  TtrpcServer(boost::asio::any_io_executor executor, Router router, ServerOptions options = {});
+  ~TtrpcServer();
+  TtrpcServer(const TtrpcServer&) = delete;
+  TtrpcServer& operator=(const TtrpcServer&) = delete;
+
+  // Serve on an already bound and listening AF_UNIX socket (the shim's fd 3). Takes
+  // ownership of the fd.
+  Status serve_fd(int listen_fd);
+  // Bind `path` (a stale socket file there is replaced), chmod 0600, listen and serve.
+  // The file is left in place when the server stops.
+  Status serve_path(const std::string& path);
+
+  // Graceful stop: stop accepting, let in-flight calls finish and their replies go out,
+  // close each connection once it is idle, then call `done` (on the executor).
+  void shutdown(std::function<void()> done);
+  // Immediate stop: close the listener and every connection; pending calls are dropped.
+  void close();
+
+  std::size_t connection_count() const;
+  std::size_t calls_in_flight() const;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace shim::ttrpc

@@ -1,0 +1,141 @@
+#include "shim-runc/runc/runc_process.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "shim/gocompat.h"
+#include "shim/process/run_command.h"
+
+extern char** environ;
+
+namespace runc_shim {
+
+namespace {
+
+bool executable_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
+  return (st.st_mode & 0111) != 0;
+}
+
+// How go-runc's modes map onto run_and_capture's routes.
+shim::CaptureOptions capture_options(const CommandRequest& request) {
+  using shim::OutputRoute;
+  shim::CaptureOptions options{
+      .input = request.input, .max_output = request.max_output, .timeout = request.timeout};
+  switch (request.capture) {
+    case OutputCapture::kNone:
+      options.out = options.err = OutputRoute::kAsRequested;
+      break;
+    case OutputCapture::kCombined:
+      options.err = OutputRoute::kSameAsStdout;
+      break;
+    case OutputCapture::kStdout:
+      options.err = OutputRoute::kAsRequested;  // unmapped: /dev/null
+      break;
+    case OutputCapture::kSeparate:
+      break;
+  }
+  return options;
+}
+
+// The container's stdio for kNone; everything else reads /dev/null or the input.
+std::vector<std::pair<int, int>> stdio_fds(const CommandRequest& request) {
+  std::vector<std::pair<int, int>> fds;
+  if (request.capture != OutputCapture::kNone) return fds;
+  for (auto [child_fd, parent_fd] :
+       {std::pair{0, request.stdio.in}, std::pair{1, request.stdio.out},
+        std::pair{2, request.stdio.err}}) {
+    if (parent_fd >= 0) fds.emplace_back(child_fd, parent_fd);
+  }
+  return fds;
+}
+
+}  // namespace
+
+bool look_path(const std::string& name, std::string* path, std::string* error) {
+  if (name.find('/') != std::string::npos) {
+    *path = name;
+    return true;
+  }
+  const char* env_path = std::getenv("PATH");
+  std::string_view dirs = env_path == nullptr ? "" : env_path;
+  // Go's filepath.SplitList: "" has no entries; an empty entry means ".".
+  for (std::size_t pos = 0; !dirs.empty() && pos <= dirs.size();) {
+    std::size_t colon = std::min(dirs.find(':', pos), dirs.size());
+    std::string_view dir = dirs.substr(pos, colon - pos);
+    std::string candidate = shim::go_join_path(dir.empty() ? "." : dir, name);
+    if (executable_file(candidate)) {
+      if (candidate.front() != '/') {  // Go 1.19+ refuses these (exec.ErrDot)
+        *error = fmt::format(
+            "exec: \"{}\": cannot run executable found relative to current directory", name);
+        return false;
+      }
+      *path = candidate;
+      return true;
+    }
+    pos = colon + 1;
+  }
+  *error = fmt::format("exec: \"{}\": executable file not found in $PATH", name);
+  return false;
+}
+
+std::vector<std::string> runtime_environment() {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view variable = *entry;
+    if (variable.starts_with("NOTIFY_SOCKET=")) continue;
+    env.emplace_back(variable);
+  }
+  return env;
+}
+
+CommandResult run_runtime_command(shim::Reaper& reaper, shim::Spawner& spawner,
+                                  const CommandRequest& request) {
+  CommandResult result;
+  if (request.argv.empty()) {
+    result.error = "exec: no command";
+    return result;
+  }
+  const std::string& name = request.argv.front();
+  std::string path;
+  if (!look_path(name, &path, &result.error)) return result;
+  if (name.find('/') != std::string::npos && ::access(path.c_str(), X_OK) != 0) {
+    result.error = fmt::format("fork/exec {}: {}", path, shim::go_errno_text(errno));
+    return result;
+  }
+
+  shim::SpawnRequest spawn{.path = path,
+                           .argv = request.argv,
+                           .env = runtime_environment(),
+                           .fds = stdio_fds(request),
+                           .parent_death_signal = SIGKILL};
+  shim::CaptureResult captured;
+  shim::Status status =
+      shim::run_and_capture(reaper, spawner, spawn, capture_options(request), &captured);
+  result.started = captured.started;
+  result.output = std::move(captured.out);
+  result.error_output = std::move(captured.err);
+  result.truncated = captured.out_truncated || captured.err_truncated;
+  // A timeout still ends in an exit: that of the killed runtime (go-runc reports it so).
+  if (!status.ok() && (!captured.started || status.code() != shim::Code::kDeadlineExceeded)) {
+    result.error = status.message();
+    return result;
+  }
+  result.exit = captured.exit;
+  if (captured.exit.status != 0) {
+    result.error = fmt::format("{} did not terminate successfully: {}", name,
+                               shim::go_exit_status_text(captured.exit.status));
+  }
+  return result;
+}
+
+}  // namespace runc_shim
