@@ -272,9 +272,8 @@ shim::Status runc_features(shim::Reaper& reaper, shim::Spawner& spawner,
   features_json->clear();
   std::string name = binary_name.empty() ? std::string(kDefaultRuncBinary) : std::string(binary_name);
   std::string path;
-  std::string error;
-  if (!look_path(name, &path, &error)) {
-    return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", name, error));
+  if (shim::Status s = shim::go_look_path(name, &path); !s.ok()) {
+    return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", name, s.message()));
   }
   CommandRequest request{.argv = runc_features_command(path), .capture = OutputCapture::kSeparate};
   CommandResult result = run_runtime_command(reaper, spawner, request);

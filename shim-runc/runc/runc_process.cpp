@@ -20,12 +20,6 @@ namespace runc_shim {
 
 namespace {
 
-bool executable_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
-  return (st.st_mode & 0111) != 0;
-}
-
 // How go-runc's modes map onto run_and_capture's routes.
 shim::CaptureOptions capture_options(const CommandRequest& request) {
   using shim::OutputRoute;
@@ -61,33 +55,6 @@ std::vector<std::pair<int, int>> stdio_fds(const CommandRequest& request) {
 
 }  // namespace
 
-bool look_path(const std::string& name, std::string* path, std::string* error) {
-  if (name.find('/') != std::string::npos) {
-    *path = name;
-    return true;
-  }
-  const char* env_path = std::getenv("PATH");
-  std::string_view dirs = env_path == nullptr ? "" : env_path;
-  // Go's filepath.SplitList: "" has no entries; an empty entry means ".".
-  for (std::size_t pos = 0; !dirs.empty() && pos <= dirs.size();) {
-    std::size_t colon = std::min(dirs.find(':', pos), dirs.size());
-    std::string_view dir = dirs.substr(pos, colon - pos);
-    std::string candidate = shim::go_join_path(dir.empty() ? "." : dir, name);
-    if (executable_file(candidate)) {
-      if (candidate.front() != '/') {  // Go 1.19+ refuses these (exec.ErrDot)
-        *error = fmt::format(
-            "exec: \"{}\": cannot run executable found relative to current directory", name);
-        return false;
-      }
-      *path = candidate;
-      return true;
-    }
-    pos = colon + 1;
-  }
-  *error = fmt::format("exec: \"{}\": executable file not found in $PATH", name);
-  return false;
-}
-
 std::vector<std::string> runtime_environment() {
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
@@ -107,7 +74,10 @@ CommandResult run_runtime_command(shim::Reaper& reaper, shim::Spawner& spawner,
   }
   const std::string& name = request.argv.front();
   std::string path;
-  if (!look_path(name, &path, &result.error)) return result;
+  if (shim::Status s = shim::go_look_path(name, &path); !s.ok()) {
+    result.error = s.message();
+    return result;
+  }
   if (name.find('/') != std::string::npos && ::access(path.c_str(), X_OK) != 0) {
     result.error = fmt::format("fork/exec {}: {}", path, shim::go_errno_text(errno));
     return result;

@@ -59,11 +59,6 @@ struct CommandResult {
 CommandResult run_runtime_command(shim::Reaper& reaper, shim::Spawner& spawner,
                                   const CommandRequest& request);
 
-// Go's exec.LookPath: a name with a '/' is used as is; otherwise the first executable
-// regular file named so in $PATH. false, with Go's error text, if there is none, or if
-// the match is relative to the working directory (Go 1.19+'s exec.ErrDot).
-bool look_path(const std::string& name, std::string* path, std::string* error);
-
 // The shim's environment minus NOTIFY_SOCKET (which makes runc talk to systemd).
 std::vector<std::string> runtime_environment();
 

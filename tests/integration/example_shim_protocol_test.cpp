@@ -714,12 +714,24 @@ Response task_call(shim::test::SyncClient& client, const std::string& method,
 }
 
 // What a FIFO holds right now (O_NONBLOCK: no waiting for a writer).
+// Reads what the shim copies into a FIFO once it sees our reader, up to its EOF (the
+// shim writes only to a FIFO that has a reader, and keeps the output until then).
 std::string drain_fifo(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   REQUIRE(fd >= 0);
   std::string text;
   char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      text.append(buffer, static_cast<std::size_t>(n));
+    } else if (n == 0 && !text.empty()) {
+      break;  // the shim's copy closed its end after the process's output
+    } else {
+      std::this_thread::sleep_for(5ms);  // no writer yet (EOF) or nothing yet (EAGAIN)
+    }
+  }
   ::close(fd);
   return text;
 }

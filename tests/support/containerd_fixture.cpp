@@ -265,10 +265,10 @@ void PrivateContainerd::restart() {
 bool PrivateContainerd::running() { return daemon_.running(); }
 
 CommandResult PrivateContainerd::ctr(const std::vector<std::string>& args,
-                                     std::chrono::milliseconds timeout) const {
+                                     std::chrono::milliseconds timeout, std::string stdin_data) const {
   std::vector<std::string> argv = {ctr_bin_, "--address", grpc_address_, "-n", ns_};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, {.timeout = timeout});
+  return run_command(argv, {.timeout = timeout, .stdin_data = std::move(stdin_data)});
 }
 
 CommandResult PrivateContainerd::ctr_ok(const std::vector<std::string>& args,

@@ -84,7 +84,8 @@ class PrivateContainerd {
 
   // `ctr --address <sock> -n <ns> args...`.
   CommandResult ctr(const std::vector<std::string>& args,
-                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) const;
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                    std::string stdin_data = {}) const;
   // Same, but throws std::runtime_error (with output and log tail) unless it exits 0.
   CommandResult ctr_ok(const std::vector<std::string>& args,
                        std::chrono::milliseconds timeout = std::chrono::seconds(60)) const;

@@ -43,6 +43,12 @@ bool go_equal_fold(std::string_view a, std::string_view b);
 // into ..."): string, bool, array, object, null or number.
 std::string_view go_json_kind(const boost::json::value& value);
 
+// Go's exec.LookPath: a name with a '/' as it is; else the first executable, non-directory
+// file named so in a $PATH entry ("" entries meaning "."). NotFound with Go's texts:
+// `exec: "x": executable file not found in $PATH`, or, found only relative to the current
+// directory, `exec: "x": cannot run executable found relative to current directory`.
+shim::Status go_look_path(std::string_view name, std::string* path);
+
 // Go's os.ReadFile / os.WriteFile (O_TRUNC in place, `mode` when created), with Go's
 // error texts ("open <path>: no such file or directory"; NotFound for ENOENT, else
 // Unknown): shim/fs.h's read_file / write_file in ErrorStyle::kGo.

@@ -1,8 +1,11 @@
 #include "shim/gocompat.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -172,6 +175,41 @@ shim::Status go_read_file(const std::string& path, std::string* content) {
 
 shim::Status go_write_file(const std::string& path, std::string_view content, int mode) {
   return shim::write_file(path, content, mode, shim::ErrorStyle::kGo);
+}
+
+namespace {
+
+bool executable_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
+  return (st.st_mode & 0111) != 0;
+}
+
+}  // namespace
+
+shim::Status go_look_path(std::string_view name, std::string* path) {
+  if (name.find('/') != std::string_view::npos) {
+    *path = std::string(name);
+    return {};
+  }
+  const char* env_path = std::getenv("PATH");
+  std::string_view dirs = env_path == nullptr ? "" : env_path;
+  // Go's filepath.SplitList: "" has no entries; an empty entry means ".".
+  for (std::size_t pos = 0; !dirs.empty() && pos <= dirs.size();) {
+    std::size_t colon = std::min(dirs.find(':', pos), dirs.size());
+    std::string_view dir = dirs.substr(pos, colon - pos);
+    std::string candidate = go_join_path(dir.empty() ? "." : dir, name);
+    if (executable_file(candidate)) {
+      if (candidate.front() != '/') {  // Go 1.19+ refuses these (exec.ErrDot)
+        return shim::Status(shim::Code::kNotFound,
+                            fmt::format("exec: \"{}\": cannot run executable found relative to current directory", name));
+      }
+      *path = candidate;
+      return {};
+    }
+    pos = colon + 1;
+  }
+  return shim::Status(shim::Code::kNotFound, fmt::format("exec: \"{}\": executable file not found in $PATH", name));
 }
 
 }  // namespace shim

@@ -4,12 +4,13 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/sched.h>  // struct clone_args
 
 #include <algorithm>
 #include <cerrno>
@@ -20,148 +21,21 @@
 
 #include <fmt/format.h>
 
+#include "process/spawn_child.h"
+#include "shim/gocompat.h"
 #include "shim/unique_fd.h"
 
 extern char** environ;
 
-// The child shares the parent's memory until it execs: its code must not be instrumented
-// (sanitizer shadow writes on a private stack) and must not be inlined into the parent.
-#define LIBSHIM_CHILD_CODE __attribute__((no_sanitize("address", "undefined"), noinline))
-
 namespace shim {
-
 namespace {
 
-// The kernel's sigset_t is 64 bits on every architecture we build for.
-constexpr std::size_t kKernelSigsetSize = 8;
+using spawn::ChildPlan;
+using spawn::ChildReport;
+using spawn::ChildStep;
+using spawn::kKernelSigsetSize;
+
 constexpr std::size_t kChildStackSize = 64 * 1024;
-
-enum class ChildStep : int {
-  kNone = 0,
-  kParentDeathSignal,
-  kSession,
-  kProcessGroup,
-  kFds,
-  kCloseFds,
-  kChdir,
-  kSignalMask,
-  kExec,
-};
-
-// Everything the child needs, prepared by the parent. The child only reads it, except
-// for the scratch fds and the error fields, which the parent reads once clone() returns
-// (with CLONE_VFORK that is after the child exec'd or exited).
-struct ChildPlan {
-  const char* path = nullptr;
-  char* const* argv = nullptr;
-  char* const* envp = nullptr;
-  const char* cwd = nullptr;  // nullptr: keep the shim's
-  const int* child_fds = nullptr;
-  const int* parent_fds = nullptr;
-  int* scratch_fds = nullptr;
-  int fd_count = 0;
-  int scratch_base = 0;  // temporary copies go at or above this fd number
-  const unsigned* close_first = nullptr;
-  const unsigned* close_last = nullptr;
-  int close_count = 0;
-  unsigned close_fallback_limit = 0;  // for kernels without close_range
-  int parent_death_signal = 0;
-  pid_t parent_pid = 0;
-  bool new_session = false;
-  bool new_process_group = false;
-
-  ChildStep error_step = ChildStep::kNone;
-  int error_errno = 0;
-  int error_index = 0;
-};
-
-// ---- child side: raw system calls only ------------------------------------------------
-
-[[noreturn]] LIBSHIM_CHILD_CODE void child_fail(ChildPlan* plan, ChildStep step, int index) {
-  plan->error_errno = errno;
-  plan->error_step = step;
-  plan->error_index = index;
-  for (;;) ::syscall(SYS_exit_group, 127);
-}
-
-LIBSHIM_CHILD_CODE void child_reset_signal_dispositions() {
-  // An all-zero kernel sigaction is SIG_DFL with no flags and an empty mask on every
-  // layout; 64 bytes covers the largest one.
-  alignas(8) unsigned char default_action[64] = {};
-  for (int sig = 1; sig < 65; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    ::syscall(SYS_rt_sigaction, sig, default_action, nullptr, kKernelSigsetSize);
-  }
-}
-
-LIBSHIM_CHILD_CODE void child_set_parent_death_signal(ChildPlan* plan) {
-  int sig = plan->parent_death_signal;
-  if (sig == 0) return;
-  if (::syscall(SYS_prctl, PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0)
-    child_fail(plan, ChildStep::kParentDeathSignal, 0);
-  // The parent may have died before prctl: deliver the signal ourselves (it takes effect
-  // when the mask is cleared below, or at once for SIGKILL).
-  if (::syscall(SYS_getppid) != plan->parent_pid)
-    ::syscall(SYS_kill, ::syscall(SYS_getpid), sig);
-}
-
-LIBSHIM_CHILD_CODE void child_set_session(ChildPlan* plan) {
-  if (plan->new_session) {
-    if (::syscall(SYS_setsid) < 0) child_fail(plan, ChildStep::kSession, 0);
-    return;
-  }
-  if (plan->new_process_group && ::syscall(SYS_setpgid, 0, 0) < 0)
-    child_fail(plan, ChildStep::kProcessGroup, 0);
-}
-
-LIBSHIM_CHILD_CODE void child_map_fds(ChildPlan* plan) {
-  // Copy every source above all targets first, so a dup3 onto a target can never clobber
-  // a source still needed (e.g. child 3 <- parent 4 and child 4 <- parent 3).
-  for (int i = 0; i < plan->fd_count; ++i) {
-    long copy = ::syscall(SYS_fcntl, plan->parent_fds[i], F_DUPFD_CLOEXEC, plan->scratch_base);
-    if (copy < 0) child_fail(plan, ChildStep::kFds, i);
-    plan->scratch_fds[i] = static_cast<int>(copy);
-  }
-  for (int i = 0; i < plan->fd_count; ++i) {
-    if (::syscall(SYS_dup3, plan->scratch_fds[i], plan->child_fds[i], 0) < 0)
-      child_fail(plan, ChildStep::kFds, i);
-  }
-}
-
-LIBSHIM_CHILD_CODE void child_close_other_fds(ChildPlan* plan) {
-  bool have_close_range = true;
-  for (int i = 0; i < plan->close_count; ++i) {
-    unsigned first = plan->close_first[i];
-    unsigned last = plan->close_last[i];
-    if (have_close_range) {
-      if (::syscall(SYS_close_range, first, last, 0) == 0) continue;
-      if (errno != ENOSYS) child_fail(plan, ChildStep::kCloseFds, i);
-      have_close_range = false;
-    }
-    unsigned limit = last < plan->close_fallback_limit ? last : plan->close_fallback_limit;
-    for (unsigned fd = first; fd <= limit; ++fd) ::syscall(SYS_close, fd);
-  }
-}
-
-LIBSHIM_CHILD_CODE int child_main(void* arg) {
-  auto* plan = static_cast<ChildPlan*>(arg);
-  // Every signal is blocked here (the parent blocked them around clone): no handler of
-  // the shim can run on this shared memory. Reset dispositions before unblocking.
-  child_reset_signal_dispositions();
-  child_set_parent_death_signal(plan);
-  child_set_session(plan);
-  child_map_fds(plan);
-  child_close_other_fds(plan);
-  if (plan->cwd != nullptr && ::syscall(SYS_chdir, plan->cwd) < 0)
-    child_fail(plan, ChildStep::kChdir, 0);
-  std::uint64_t empty_mask = 0;
-  if (::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty_mask, nullptr, kKernelSigsetSize) < 0)
-    child_fail(plan, ChildStep::kSignalMask, 0);
-  ::syscall(SYS_execve, plan->path, plan->argv, plan->envp);
-  child_fail(plan, ChildStep::kExec, 0);
-}
-
-// ---- parent side ----------------------------------------------------------------------
 
 class ChildStack {
  public:
@@ -188,6 +62,7 @@ class ChildStack {
 struct FdPlan {
   std::vector<int> child_fds;
   std::vector<int> parent_fds;
+  std::vector<int> child_fd_flags;
   std::vector<int> scratch_fds;
   std::vector<unsigned> close_first;
   std::vector<unsigned> close_last;
@@ -195,71 +70,65 @@ struct FdPlan {
   UniqueFd dev_null;
 };
 
-bool is_executable_file(const std::string& path) {
-  struct stat st{};
-  return ::access(path.c_str(), X_OK) == 0 && ::stat(path.c_str(), &st) == 0 &&
-         S_ISREG(st.st_mode);
-}
+// The pipes of a forked child: its reports (errors, "ready") and, when held, its gate.
+struct ForkPipes {
+  UniqueFd report_read, report_write;
+  UniqueFd gate_read, gate_write;
+};
 
-Status resolve_executable(const std::string& name, std::string* path) {
-  if (name.empty()) return invalid_argument("spawn: empty executable path");
-  if (name.find('/') != std::string::npos) {
-    *path = name;
-    return {};
-  }
-  const char* env_path = std::getenv("PATH");
-  std::string_view dirs = env_path != nullptr ? env_path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    std::size_t colon = dirs.find(':');
-    std::string_view dir = dirs.substr(0, colon);
-    std::string candidate = fmt::format("{}/{}", dir.empty() ? "." : dir, name);
-    if (is_executable_file(candidate)) {
-      *path = std::move(candidate);
-      return {};
-    }
-    if (colon == std::string_view::npos) break;
-    dirs.remove_prefix(colon + 1);
-  }
-  return unknown(fmt::format("exec {}: {} (searched $PATH)", name, std::strerror(ENOENT)));
-}
-
-Status plan_fds(const SpawnRequest& request, FdPlan* plan) {
-  std::vector<std::pair<int, int>> maps = request.fds;
-  for (const auto& [child_fd, parent_fd] : maps) {
+Status check_fd_maps(const SpawnRequest& request, std::vector<std::pair<int, int>>* maps) {
+  for (const auto& [child_fd, parent_fd] : *maps) {
     if (child_fd < 0 || parent_fd < 0 || ::fcntl(parent_fd, F_GETFD) < 0) {
-      return invalid_argument(fmt::format("spawn {}: map fd {} to child fd {}: {}",
-                                          request.path, parent_fd, child_fd,
-                                          std::strerror(EBADF)));
+      return invalid_argument(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path, parent_fd,
+                                          child_fd, std::strerror(EBADF)));
     }
   }
-  std::sort(maps.begin(), maps.end());
-  for (std::size_t i = 1; i < maps.size(); ++i) {
-    if (maps[i].first == maps[i - 1].first) {
-      return invalid_argument(
-          fmt::format("spawn {}: child fd {} mapped twice", request.path, maps[i].first));
+  std::sort(maps->begin(), maps->end());
+  for (std::size_t i = 1; i < maps->size(); ++i) {
+    if ((*maps)[i].first == (*maps)[i - 1].first) {
+      return invalid_argument(fmt::format("spawn {}: child fd {} mapped twice", request.path, (*maps)[i].first));
     }
   }
+  return {};
+}
+
+Status add_dev_null(const SpawnRequest& request, std::vector<std::pair<int, int>>* maps, FdPlan* plan) {
   for (int stdio = 0; stdio < 3; ++stdio) {
-    bool mapped = std::any_of(maps.begin(), maps.end(),
-                              [&](const auto& map) { return map.first == stdio; });
+    bool mapped = std::any_of(maps->begin(), maps->end(), [&](const auto& map) { return map.first == stdio; });
     if (mapped) continue;
     if (plan->dev_null.get() < 0) {
       int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      if (fd < 0) {
-        return unknown(fmt::format("spawn {}: open /dev/null: {}", request.path,
-                                   std::strerror(errno)));
-      }
+      if (fd < 0) return unknown(fmt::format("spawn {}: open /dev/null: {}", request.path, std::strerror(errno)));
       plan->dev_null.reset(fd);
     }
-    maps.emplace_back(stdio, plan->dev_null.get());
+    maps->emplace_back(stdio, plan->dev_null.get());
   }
+  return {};
+}
+
+// `extra`: the forked child's report/gate pipe ends, mapped close-on-exec above the
+// request's fds; their child numbers are returned in `extra_targets`.
+Status plan_fds(const SpawnRequest& request, const std::vector<int>& extra, FdPlan* plan,
+                std::vector<int>* extra_targets) {
+  std::vector<std::pair<int, int>> maps = request.fds;
+  if (Status s = check_fd_maps(request, &maps); !s.ok()) return s;
+  if (Status s = add_dev_null(request, &maps, plan); !s.ok()) return s;
   std::sort(maps.begin(), maps.end());
+  int next_target = maps.back().first + 1;
+  std::vector<int> flags(maps.size(), 0);
+  for (int fd : extra) {
+    extra_targets->push_back(next_target);
+    maps.emplace_back(next_target++, fd);
+    flags.push_back(O_CLOEXEC);
+  }
 
   int highest = 0;
   unsigned next_open = 0;  // first fd number not yet covered by a target
-  for (const auto& [child_fd, parent_fd] : maps) {
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    auto [child_fd, parent_fd] = maps[i];
     plan->child_fds.push_back(child_fd);
     plan->parent_fds.push_back(parent_fd);
+    plan->child_fd_flags.push_back(flags[i]);
     highest = std::max({highest, child_fd, parent_fd});
     auto target = static_cast<unsigned>(child_fd);
     if (target > next_open) {
@@ -285,8 +154,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 
 unsigned open_file_limit() {
   struct rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
-    return 65536;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65536;
   return static_cast<unsigned>(std::min<rlim_t>(limit.rlim_cur, 1U << 20));
 }
 
@@ -295,31 +163,37 @@ std::string_view step_name(ChildStep step) {
     case ChildStep::kParentDeathSignal: return "set parent death signal";
     case ChildStep::kSession: return "setsid";
     case ChildStep::kProcessGroup: return "setpgid";
+    case ChildStep::kJoinNamespaces: return "join namespaces";
+    case ChildStep::kPrivateMounts: return "make mounts private";
     case ChildStep::kFds: return "map fds";
     case ChildStep::kCloseFds: return "close fds";
+    case ChildStep::kRoot: return "chroot";
     case ChildStep::kChdir: return "chdir";
+    case ChildStep::kMountProc: return "mount proc";
     case ChildStep::kSignalMask: return "reset signal mask";
     case ChildStep::kExec: return "exec";
+    case ChildStep::kReady:
     case ChildStep::kNone: break;
   }
   return "?";
 }
 
-Status child_error(const SpawnRequest& request, const FdPlan& fds, const ChildPlan& plan) {
-  const char* reason = std::strerror(plan.error_errno);
-  switch (plan.error_step) {
+Status child_error(const SpawnRequest& request, const FdPlan& fds, const ChildReport& report) {
+  const char* reason = std::strerror(report.error);
+  switch (report.step) {
     case ChildStep::kExec:
       return unknown(fmt::format("exec {}: {}", request.path, reason));
     case ChildStep::kChdir:
       return unknown(fmt::format("spawn {}: chdir {}: {}", request.path, request.cwd, reason));
+    case ChildStep::kRoot:
+      return unknown(fmt::format("spawn {}: chroot {}: {}", request.path, request.root, reason));
     case ChildStep::kFds: {
-      auto index = static_cast<std::size_t>(plan.error_index);
+      auto index = static_cast<std::size_t>(report.index);
       return unknown(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path,
                                  fds.parent_fds.at(index), fds.child_fds.at(index), reason));
     }
     default:
-      return unknown(
-          fmt::format("spawn {}: {}: {}", request.path, step_name(plan.error_step), reason));
+      return unknown(fmt::format("spawn {}: {}: {}", request.path, step_name(report.step), reason));
   }
 }
 
@@ -332,7 +206,7 @@ void reap_failed_child(pid_t pid) {
 }
 
 // Blocks every signal (glibc's internal ones too, hence the raw call) in the calling
-// thread for the lifetime of the object, so no handler runs in the CLONE_VM child.
+// thread for the lifetime of the object, so no handler runs in the child.
 class AllSignalsBlocked {
  public:
   AllSignalsBlocked() {
@@ -351,16 +225,127 @@ class AllSignalsBlocked {
   std::uint64_t saved_ = 0;
 };
 
-pid_t clone_child(ChildPlan* plan, void* stack_top, int* pidfd) {
+// CLONE_VM|CLONE_VFORK on a private stack: no page-table copy, the parent resumes once
+// the child exec'd; the child reports errors in the shared plan.
+pid_t vfork_child(ChildPlan* plan, void* stack_top, int* pidfd) {
   AllSignalsBlocked blocked;
   constexpr int kFlags = CLONE_VM | CLONE_VFORK | SIGCHLD;
   *pidfd = -1;
-  pid_t pid = ::clone(child_main, stack_top, kFlags | CLONE_PIDFD, plan, pidfd);
+  pid_t pid = ::clone(spawn::child_main, stack_top, kFlags | CLONE_PIDFD, plan, pidfd);
   if (pid < 0 && errno == EINVAL) {
     *pidfd = -1;  // a kernel without CLONE_PIDFD (< 5.2)
-    pid = ::clone(child_main, stack_top, kFlags, plan);
+    pid = ::clone(spawn::child_main, stack_top, kFlags, plan);
   }
   return pid;
+}
+
+// Enters a pid namespace for the calling thread's next children and leaves it again: a
+// process is created in a pid namespace, it cannot move into one.
+class PidNamespaceForChildren {
+ public:
+  Status enter(int pidfd) {
+    own_.reset(::open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC));
+    if (own_.get() < 0) return unknown(fmt::format("open own pid namespace: {}", std::strerror(errno)));
+    if (::setns(pidfd, CLONE_NEWPID) < 0) {
+      own_.reset();
+      return unknown(fmt::format("join pid namespace: {}", std::strerror(errno)));
+    }
+    return {};
+  }
+  ~PidNamespaceForChildren() {
+    if (own_.get() >= 0) ::setns(own_.get(), CLONE_NEWPID);  // our own: cannot fail
+  }
+
+ private:
+  UniqueFd own_;
+};
+
+// clone3 without CLONE_VM (fork semantics), for new namespaces and held children: the
+// child runs on its own copy of memory and reports through a pipe.
+pid_t fork_child(ChildPlan* plan, int new_namespaces, int* pidfd) {
+  AllSignalsBlocked blocked;
+  struct clone_args args{};
+  args.flags = static_cast<std::uint64_t>(new_namespaces) | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) spawn::child_main(plan);  // never returns
+  return static_cast<pid_t>(pid);
+}
+
+// The next report of a forked child; step kNone at EOF (it exec'd, or died).
+ChildReport read_report(int fd) {
+  ChildReport report;
+  char* bytes = reinterpret_cast<char*>(&report);
+  std::size_t done = 0;
+  while (done < sizeof report) {
+    ssize_t n = ::read(fd, bytes + done, sizeof report - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ChildReport{};
+    done += static_cast<std::size_t>(n);
+  }
+  return report;
+}
+
+Status make_pipe(UniqueFd* read_end, UniqueFd* write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) < 0) return unknown(fmt::format("pipe: {}", std::strerror(errno)));
+  read_end->reset(fds[0]);
+  write_end->reset(fds[1]);
+  return {};
+}
+
+bool needs_fork(const SpawnRequest& request) {
+  return request.hold || request.new_namespaces != 0 || request.join_namespaces != 0 || !request.root.empty();
+}
+
+Status spawn_vforked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& fds,
+                                   SpawnedProcess* process) {
+  ChildStack stack;
+  if (!stack.ok()) return unknown(fmt::format("spawn {}: child stack: {}", request.path, std::strerror(errno)));
+  int pidfd = -1;
+  pid_t pid = vfork_child(&plan, stack.top(), &pidfd);
+  if (pid < 0) return unknown(fmt::format("spawn {}: clone: {}", request.path, std::strerror(errno)));
+  process->pid = pid;
+  if (plan.error_step != ChildStep::kNone) {
+    if (pidfd >= 0) ::close(pidfd);
+    reap_failed_child(pid);
+    return child_error(request, fds, ChildReport{plan.error_step, plan.error_errno, plan.error_index});
+  }
+  process->handle = ProcessHandle(pid, pidfd);
+  return {};
+}
+
+Status spawn_forked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& fds,
+                                  ForkPipes& pipes, SpawnedProcess* process) {
+  int pidfd = -1;
+  pid_t pid = -1;
+  {
+    PidNamespaceForChildren pid_namespace;
+    if ((request.join_namespaces & CLONE_NEWPID) != 0) {
+      if (Status s = pid_namespace.enter(request.join_pidfd); !s.ok()) {
+        return unknown(fmt::format("spawn {}: {}", request.path, s.message()));
+      }
+    }
+    pid = fork_child(&plan, request.new_namespaces, &pidfd);
+  }
+  if (pid < 0) return unknown(fmt::format("spawn {}: clone3: {}", request.path, std::strerror(errno)));
+  process->pid = pid;
+  pipes.report_write.reset();  // EOF once the child exec'd or died
+  pipes.gate_read.reset();
+  ChildReport report = read_report(pipes.report_read.get());
+  bool ready = report.step == ChildStep::kReady;
+  if (!ready && (report.step != ChildStep::kNone || request.hold)) {
+    if (pidfd >= 0) ::close(pidfd);
+    reap_failed_child(pid);
+    if (report.step == ChildStep::kNone) return unknown(fmt::format("spawn {}: the child died", request.path));
+    return child_error(request, fds, report);
+  }
+  process->handle = ProcessHandle(pid, pidfd);
+  if (ready) {
+    process->gate = ProcessGate(pipes.gate_write.release(), pipes.report_read.release(), request.path);
+  }
+  return {};
 }
 
 }  // namespace
@@ -368,9 +353,24 @@ pid_t clone_child(ChildPlan* plan, void* stack_top, int* pidfd) {
 Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process) {
   *process = SpawnedProcess{};
   std::string path;
-  if (Status status = resolve_executable(request.path, &path); !status.ok()) return status;
+  if (request.path.empty()) return invalid_argument("spawn: empty executable path");
+  if (!go_look_path(request.path, &path).ok()) {
+    return unknown(fmt::format("exec {}: {} (searched $PATH)", request.path, std::strerror(ENOENT)));
+  }
+  bool forked = needs_fork(request);
+  ForkPipes pipes;
+  std::vector<int> extra;
+  if (forked) {
+    if (Status s = make_pipe(&pipes.report_read, &pipes.report_write); !s.ok()) return s;
+    extra.push_back(pipes.report_write.get());
+    if (request.hold) {
+      if (Status s = make_pipe(&pipes.gate_read, &pipes.gate_write); !s.ok()) return s;
+      extra.push_back(pipes.gate_read.get());
+    }
+  }
   FdPlan fds;
-  if (Status status = plan_fds(request, &fds); !status.ok()) return status;
+  std::vector<int> extra_targets;
+  if (Status status = plan_fds(request, extra, &fds, &extra_targets); !status.ok()) return status;
 
   std::vector<std::string> default_argv;
   if (request.argv.empty()) default_argv.push_back(request.path);
@@ -383,8 +383,10 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
   plan.argv = argv.data();
   plan.envp = request.env ? envp.data() : environ;
   plan.cwd = request.cwd.empty() ? nullptr : request.cwd.c_str();
+  plan.root = request.root.empty() ? nullptr : request.root.c_str();
   plan.child_fds = fds.child_fds.data();
   plan.parent_fds = fds.parent_fds.data();
+  plan.child_fd_flags = fds.child_fd_flags.data();
   plan.scratch_fds = fds.scratch_fds.data();
   plan.fd_count = static_cast<int>(fds.child_fds.size());
   plan.scratch_base = fds.scratch_base;
@@ -393,28 +395,69 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
   plan.close_count = static_cast<int>(fds.close_first.size());
   plan.close_fallback_limit = open_file_limit();
   plan.parent_death_signal = request.parent_death_signal.value_or(0);
-  plan.parent_pid = ::getpid();
+  plan.parent_pid = (request.new_namespaces & CLONE_NEWPID) != 0 ? 0 : ::getpid();
   plan.new_session = request.setsid;
   plan.new_process_group = request.new_process_group;
+  plan.join_pidfd = request.join_pidfd;
+  plan.join_namespaces = request.join_namespaces & ~CLONE_NEWPID;
+  plan.private_mounts = (request.new_namespaces & CLONE_NEWNS) != 0;
+  plan.mount_proc = request.mount_proc;
+  if (forked) {
+    plan.report_fd = pipes.report_write.get();
+    plan.report_fd_mapped = extra_targets[0];
+    plan.gate_fd = request.hold ? extra_targets[1] : -1;
+  }
+  return forked ? spawn_forked(request, plan, fds, pipes, process) : spawn_vforked(request, plan, fds, process);
+}
 
-  ChildStack stack;
-  if (!stack.ok()) {
-    return unknown(fmt::format("spawn {}: child stack: {}", request.path, std::strerror(errno)));
+// ---- ProcessGate ----------------------------------------------------------------------
+
+ProcessGate::ProcessGate(int go_fd, int result_fd, std::string path)
+    : go_fd_(go_fd), result_fd_(result_fd), path_(std::move(path)) {}
+
+ProcessGate::~ProcessGate() { close(); }
+
+ProcessGate::ProcessGate(ProcessGate&& other) noexcept
+    : go_fd_(std::exchange(other.go_fd_, -1)),
+      result_fd_(std::exchange(other.result_fd_, -1)),
+      path_(std::move(other.path_)) {}
+
+ProcessGate& ProcessGate::operator=(ProcessGate&& other) noexcept {
+  if (this != &other) {
+    close();
+    go_fd_ = std::exchange(other.go_fd_, -1);
+    result_fd_ = std::exchange(other.result_fd_, -1);
+    path_ = std::move(other.path_);
   }
-  int pidfd = -1;
-  pid_t pid = clone_child(&plan, stack.top(), &pidfd);
-  if (pid < 0) {
-    return unknown(fmt::format("spawn {}: clone: {}", request.path, std::strerror(errno)));
+  return *this;
+}
+
+void ProcessGate::close() {
+  if (go_fd_ >= 0) ::close(go_fd_);
+  if (result_fd_ >= 0) ::close(result_fd_);
+  go_fd_ = result_fd_ = -1;
+}
+
+Status ProcessGate::release() {
+  if (go_fd_ < 0) return failed_precondition("process gate already released");
+  char byte = 1;
+  ssize_t n;
+  do {
+    n = ::write(go_fd_, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  Status status;
+  if (n != 1) {
+    status = unknown(fmt::format("start {}: {}", path_, std::strerror(errno)));
+  } else {
+    ChildReport report = read_report(result_fd_);  // EOF: exec'd (the pipe is CLOEXEC)
+    if (report.step == ChildStep::kExec) {
+      status = unknown(fmt::format("exec {}: {}", path_, std::strerror(report.error)));
+    } else if (report.step != ChildStep::kNone) {
+      status = unknown(fmt::format("spawn {}: {}: {}", path_, step_name(report.step), std::strerror(report.error)));
+    }
   }
-  if (plan.error_step != ChildStep::kNone) {
-    if (pidfd >= 0) ::close(pidfd);
-    reap_failed_child(pid);
-    process->pid = pid;
-    return child_error(request, fds, plan);
-  }
-  process->pid = pid;
-  process->handle = ProcessHandle(pid, pidfd);
-  return {};
+  close();
+  return status;
 }
 
 }  // namespace shim

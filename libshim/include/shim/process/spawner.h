@@ -34,6 +34,50 @@ struct SpawnRequest {
   // the process: spawn from long-lived threads (the WorkPool), never from a short-lived
   // std::thread.
   std::optional<int> parent_death_signal;
+
+  // For runtimes that make container processes themselves (a runc-like CLI does all this
+  // on its own). Applied in this order, before cwd:
+  // Namespaces created for the child: CLONE_NEWPID, CLONE_NEWNS, CLONE_NEWUTS,
+  // CLONE_NEWIPC, CLONE_NEWNET... A new mount namespace is made private (nothing
+  // propagates back to the host).
+  int new_namespaces = 0;
+  // Namespaces of another process (a pidfd, e.g. a container's init) the child enters;
+  // `join_namespaces` says which (CLONE_NEWPID: the child is created in that pid
+  // namespace).
+  int join_pidfd = -1;
+  int join_namespaces = 0;
+  // chroot(2) into this directory; cwd is then relative to it ("/" if empty).
+  std::string root;
+  // Mount a fresh proc at <root>/proc (needs CLONE_NEWNS, and CLONE_NEWPID to be useful).
+  bool mount_proc = false;
+  // Stop after all of the above, just before exec, until SpawnedProcess::gate.release():
+  // a "created" container process whose pid is known before it runs anything.
+  bool hold = false;
+};
+
+// The held child of a SpawnRequest with `hold`. Destroying the gate unreleased makes the
+// child exit (127) without running anything.
+class ProcessGate {
+ public:
+  ProcessGate() = default;
+  ProcessGate(int go_fd, int result_fd, std::string path);
+  ~ProcessGate();
+  ProcessGate(ProcessGate&& other) noexcept;
+  ProcessGate& operator=(ProcessGate&& other) noexcept;
+  ProcessGate(const ProcessGate&) = delete;
+  ProcessGate& operator=(const ProcessGate&) = delete;
+
+  bool valid() const { return go_fd_ >= 0; }
+  // Lets the child exec and blocks until it did ("exec <path>: <strerror>" when that
+  // failed, FailedPrecondition when already released). Any thread, once.
+  Status release();
+
+ private:
+  void close();
+
+  int go_fd_ = -1;
+  int result_fd_ = -1;
+  std::string path_;
 };
 
 struct SpawnedProcess {
@@ -42,6 +86,7 @@ struct SpawnedProcess {
   // drop its exit; -1 when no child was created.
   pid_t pid = -1;
   ProcessHandle handle;  // pidfd from clone(CLONE_PIDFD) where the kernel has it
+  ProcessGate gate;      // valid for a `hold` request
 };
 
 class Spawner {
@@ -49,8 +94,9 @@ class Spawner {
   virtual ~Spawner() = default;
 
   // Starts `request`. Returns once the child has exec'd (or failed to): an exec failure
-  // is an error Status "exec <path>: <strerror>" (chdir and fd setup failures likewise
-  // name their step). Thread-safe; never holds a lock across the fork/exec.
+  // is an error Status "exec <path>: <strerror>" (chdir, namespace, root and fd setup
+  // failures likewise name their step); with `hold`, once the child is ready to exec.
+  // Thread-safe; never holds a lock across the fork/exec.
   virtual Status spawn(const SpawnRequest& request, SpawnedProcess* process) = 0;
 };
 
