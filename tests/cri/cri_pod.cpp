@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 namespace shim::test::cri {
@@ -155,6 +156,25 @@ void wait_log_contains(const std::string& path, const std::string& needle,
     }
     std::this_thread::sleep_for(50ms);
   }
+}
+
+void check_same_observations(const Observed& ours, const Observed& go) {
+  for (const auto& [key, value] : ours) {
+    INFO("observation \"" << key << "\": ours \"" << value << "\"");
+    auto it = go.find(key);
+    REQUIRE(it != go.end());
+    CHECK(it->second == value);
+  }
+  for (const auto& [key, value] : go) {
+    INFO("observation \"" << key << "\" only the Go shim's side has (\"" << value << "\")");
+    CHECK(ours.count(key) == 1);
+  }
+}
+
+void set_memory_limit(v1::ContainerConfig& config, long bytes) {
+  auto* resources = config.mutable_linux()->mutable_resources();
+  resources->set_memory_limit_in_bytes(bytes);
+  resources->set_memory_swap_limit_in_bytes(bytes);
 }
 
 }  // namespace shim::test::cri

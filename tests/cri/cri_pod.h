@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,13 @@ void wait_log_contains(const std::string& path, const std::string& needle,
                        std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 std::string read_file(const std::string& path);
+
+// What one side saw, as named strings, so the two sides compare key by key.
+using Observed = std::map<std::string, std::string>;
+// CHECKs that `go` has the same keys and values as `ours` (INFO names the key).
+void check_same_observations(const Observed& ours, const Observed& go);
+
+// A memory limit (and the same swap limit, so nothing can go to swap) for `config`.
+void set_memory_limit(v1::ContainerConfig& config, long bytes);
 
 }  // namespace shim::test::cri
