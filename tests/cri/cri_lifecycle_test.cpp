@@ -27,8 +27,9 @@ const std::vector<ExitCase>& exit_cases() {
   static const std::vector<ExitCase> cases = {
       {"completed", {"/bin/sh", "-c", "echo done; exit 0"}},
       {"error", {"/bin/sh", "-c", "echo oops >&2; exit 3"}},
-      // A real process (not a busybox applet) that allocates until the 24 MiB limit.
-      {"oom", {"/bin/helper", "hog"}, 24L << 20},
+      // A real process (not a busybox applet) that allocates until the 24 MiB limit, a
+      // moment after the start (an OOM before the shims watch for it is missed by both).
+      {"oom", {"/bin/sh", "-c", "sleep 0.2; exec /bin/helper hog"}, 24L << 20},
   };
   return cases;
 }

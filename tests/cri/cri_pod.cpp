@@ -16,9 +16,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-v1::NamespaceOption* per_container_pid(v1::NamespaceOption* options) {
-  options->set_pid(v1::CONTAINER);  // kubelet's default (no shareProcessNamespace)
-  return options;
+// kubelet's default is a PID namespace per container; shareProcessNamespace makes it the
+// pod's (the pause process is PID 1 and the shim kills the rest when an init exits).
+void set_pid_mode(v1::NamespaceOption* options, bool share_pid) {
+  options->set_pid(share_pid ? v1::POD : v1::CONTAINER);
 }
 
 }  // namespace
@@ -28,7 +29,8 @@ std::string unique_name(const std::string& prefix, Side side) {
   return fmt::format("{}-{}-{}-{}", prefix, side_name(side), ++counter, ::getpid());
 }
 
-v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name) {
+v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name,
+                                bool share_pid) {
   v1::PodSandboxConfig config;
   auto* metadata = config.mutable_metadata();
   metadata->set_name(name);
@@ -39,25 +41,26 @@ v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name
   config.set_log_directory(fmt::format("{}/{}", daemon.log_root(), name));
   auto* linux = config.mutable_linux();
   linux->set_cgroup_parent(daemon.cgroup_parent());
-  per_container_pid(linux->mutable_security_context()->mutable_namespace_options());
+  set_pid_mode(linux->mutable_security_context()->mutable_namespace_options(), share_pid);
   (*config.mutable_labels())["libshim.test/pod"] = name;
   return config;
 }
 
 v1::ContainerConfig container_config(const std::string& name,
-                                     const std::vector<std::string>& command) {
+                                     const std::vector<std::string>& command, bool share_pid) {
   v1::ContainerConfig config;
   config.mutable_metadata()->set_name(name);
   config.mutable_image()->set_image(kBusyboxImage);
   for (const auto& arg : command) config.add_command(arg);
   config.set_log_path(name + ".log");
-  per_container_pid(config.mutable_linux()->mutable_security_context()->mutable_namespace_options());
+  set_pid_mode(config.mutable_linux()->mutable_security_context()->mutable_namespace_options(),
+               share_pid);
   return config;
 }
 
-Pod run_pod(CriEnv& env, Side side, const std::string& prefix) {
+Pod run_pod(CriEnv& env, Side side, const std::string& prefix, bool share_pid) {
   Pod pod;
-  pod.config = pod_config(env.daemon(side), unique_name(prefix, side));
+  pod.config = pod_config(env.daemon(side), unique_name(prefix, side), share_pid);
   std::filesystem::create_directories(pod.config.log_directory());
   pod.id = env.client(side).run_pod(pod.config, env.handler(side));
   return pod;

@@ -18,13 +18,16 @@ namespace shim::test::cri {
 std::string unique_name(const std::string& prefix, Side side);
 
 // RunPodSandbox config: metadata name/uid/namespace from `name`, log directory under
-// the daemon's log root, cgroup parent the daemon's, PID namespace per container.
-v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name);
+// the daemon's log root, cgroup parent the daemon's, PID namespace per container (or,
+// with `share_pid`, one for the pod: shareProcessNamespace).
+v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name,
+                                bool share_pid = false);
 
 // A busybox container `name` running `command` (absolute paths or PATH=/bin), log file
-// "<name>.log" in the pod's log directory.
+// "<name>.log" in the pod's log directory; `share_pid` as for the pod.
 v1::ContainerConfig container_config(const std::string& name,
-                                     const std::vector<std::string>& command);
+                                     const std::vector<std::string>& command,
+                                     bool share_pid = false);
 
 struct Pod {
   std::string id;
@@ -32,7 +35,7 @@ struct Pod {
 };
 
 // RunPodSandbox with the side's handler.
-Pod run_pod(CriEnv& env, Side side, const std::string& prefix);
+Pod run_pod(CriEnv& env, Side side, const std::string& prefix, bool share_pid = false);
 // CreateContainer + StartContainer; returns the container id.
 std::string run_container(CriClient& client, const Pod& pod, const v1::ContainerConfig& config);
 // StopPodSandbox + RemovePodSandbox.
