@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -102,6 +104,13 @@ CriDaemon::~CriDaemon() {
     // The fixture's own cleanup below still kills and removes what is left.
   }
   client_.reset();
+  // $LIBSHIM_CRI_LOG_DIR: keep each daemon's log (shim lines included) for a look later.
+  if (const char* keep = std::getenv("LIBSHIM_CRI_LOG_DIR"); keep != nullptr && *keep != '\0') {
+    std::error_code ec;
+    fs::create_directories(keep, ec);
+    fs::copy_file(fx_->log_path(), fmt::format("{}/{}.log", keep, fx_->ns()),
+                  fs::copy_options::overwrite_existing, ec);
+  }
   fx_.reset();
   run_command({"ip", "link", "del", bridge_});
 }
