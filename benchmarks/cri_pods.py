@@ -48,6 +48,30 @@ def build(build_dir):
                    stdout=subprocess.DEVNULL)
 
 
+def commit_of(repo):
+    """HEAD's commit, also in a git worktree (.git is a file naming the real git dir)."""
+    dot_git = os.path.join(repo, ".git")
+    try:
+        if os.path.isfile(dot_git):
+            with open(dot_git) as f:
+                git_dir = f.read().split("gitdir:", 1)[1].strip()
+            with open(os.path.join(git_dir, "HEAD")) as f:
+                head = f.read().strip()
+            common = git_dir
+            if os.path.exists(os.path.join(git_dir, "commondir")):
+                with open(os.path.join(git_dir, "commondir")) as f:
+                    common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
+            if not head.startswith("ref: "):
+                return head[:12]
+            ref = os.path.join(common, head[5:])
+            if os.path.exists(ref):
+                with open(ref) as f:
+                    return f.read().strip()[:12]
+    except (OSError, IndexError):
+        pass
+    return report._commit(repo)
+
+
 def summarize(raw):
     """Per side: the figures of the table (per pod where it says so)."""
     pods = raw["pods"]
@@ -81,7 +105,7 @@ ROWS = (
     ("pod stop + remove p50, ms", "stop_p50_ms", "{:.0f}"),
     ("pod stop + remove p99, ms", "stop_p99_ms", "{:.0f}"),
     ("shim CPU per pod until running, ms", "cpu_per_pod_ms", "{:.1f}"),
-    ("shim CPU per pod while idle, ms per {idle} s", "idle_cpu_per_pod_ms", "{:.2f}"),
+    ("shim CPU per pod while idle, ms per {idle} s (10 ms ticks)", "idle_cpu_per_pod_ms", "{:.2f}"),
     ("\"failed to kill init's children\" at teardown", "killall_errors", "{:.0f}"),
 )
 
@@ -111,7 +135,7 @@ set key top left
 set yrange [0:*]
 set title "memory per pod (2 containers), MiB"
 plot '{memory}' using 2:xtic(1) title "shim-runc" lc rgb "#1f77b4", '' using 3 title "Go shim" lc rgb "#ff7f0e"
-set title "pod start (RunPodSandbox + 2 x Create + Start), ms"
+set title "pod start (RunPodSandbox + 2 x Create + Start) and stop + remove, ms"
 plot '{latency}' using 2:xtic(1) title "shim-runc" lc rgb "#1f77b4", '' using 3 title "Go shim" lc rgb "#ff7f0e"
 unset multiplot
 """
@@ -171,6 +195,7 @@ def main():
         build(args.build_dir)
     report.ensure_gnuplot()
     machine = report.machine_info(REPO, "containerd-shim-runc-v2 next to containerd")
+    machine["commit"] = commit_of(REPO)
     log(f"{args.pods} pods x 2 containers per shim ...")
     bench = os.path.join(args.build_dir, "tests", "cri", "cri_pods_bench")
     done = subprocess.run([bench, "--pods", str(args.pods), "--idle-seconds",

@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 namespace shim::test::cri {
@@ -158,19 +157,6 @@ void wait_log_contains(const std::string& path, const std::string& needle,
                                            path, needle, timeout.count(), text));
     }
     std::this_thread::sleep_for(50ms);
-  }
-}
-
-void check_same_observations(const Observed& ours, const Observed& go) {
-  for (const auto& [key, value] : ours) {
-    INFO("observation \"" << key << "\": ours \"" << value << "\"");
-    auto it = go.find(key);
-    REQUIRE(it != go.end());
-    CHECK(it->second == value);
-  }
-  for (const auto& [key, value] : go) {
-    INFO("observation \"" << key << "\" only the Go shim's side has (\"" << value << "\")");
-    CHECK(ours.count(key) == 1);
   }
 }
 
