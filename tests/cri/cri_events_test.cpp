@@ -31,9 +31,15 @@ struct OomTally {
   int with_event = 0;
 };
 
-// `count` hog containers in one pod, one after the other, each under a 16 MiB limit;
-// with `load`, two CPU spinners run in the pod meanwhile (2 cores here).
-OomTally oom_loop(CriEnv& env, Side side, int count, bool load) {
+struct OomPhase {
+  const char* name;
+  bool load;       // two CPU spinners in the pod meanwhile (2 cores here)
+  bool immediate;  // the hog allocates from its first instruction
+};
+
+// `count` hog containers in one pod, one after the other, each under a 16 MiB limit.
+OomTally oom_loop(CriEnv& env, Side side, int count, const OomPhase& phase) {
+  const bool load = phase.load;
   CriDaemon& daemon = env.daemon(side);
   CriClient& client = daemon.client();
   auto events = daemon.fx().subscribe_events({"topic==\"/tasks/oom\""});
@@ -46,11 +52,13 @@ OomTally oom_loop(CriEnv& env, Side side, int count, bool load) {
   OomTally tally;
   std::vector<std::string> ids;
   for (int i = 0; i < count; ++i) {
-    // The hog starts 0.2 s late: an OOM before the shim has registered its OOM watcher
-    // (right after runc start) is missed by both shims alike; this loop is about the
-    // races after it (eventfd wake-up against exit, cgroup removal, watcher close).
+    // Delayed by 0.2 s, the OOM comes after the shim registered its OOM watcher (right
+    // after runc start): the races after it (eventfd wake-up against exit, cgroup
+    // removal, watcher close). Immediate, it can come before (see the test case).
     v1::ContainerConfig config = container_config(
-        fmt::format("hog-{}", i), {"/bin/sh", "-c", "sleep 0.2; exec /bin/helper hog"});
+        fmt::format("hog-{}", i),
+        phase.immediate ? std::vector<std::string>{"/bin/helper", "hog"}
+                        : std::vector<std::string>{"/bin/sh", "-c", "sleep 0.2; exec /bin/helper hog"});
     set_memory_limit(config, 16L << 20);
     const std::string id = run_container(client, pod, config);
     v1::ContainerStatus status = wait_exited(client, id);
@@ -105,12 +113,23 @@ TEST_CASE("CRI OOM loop: every OOM kill is reported OOMKilled and published",
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   const int count = rounds(8);
-  for (bool load : {false, true}) {
+  const OomPhase phases[] = {
+      {"delayed, idle", false, false}, {"delayed, CPU load", true, false}, {"immediate", false, true}};
+  for (const OomPhase& phase : phases) {
     for (Side side : kBothSides) {
-      INFO("side " << side_name(side) << (load ? ", with CPU load" : ", idle"));
-      OomTally tally = oom_loop(env, side, count, load);
+      INFO("side " << side_name(side) << ", " << phase.name);
+      OomTally tally = oom_loop(env, side, count, phase);
       CHECK(tally.runs == count);
       CHECK(tally.exit_137 == count);
+      // The Go shim (the reference) also misses an OOM that comes before its watcher is
+      // registered after runc start (seen: 2 of 8 under 2.1). Ours must miss none.
+      if (side == Side::go && phase.immediate) {
+        if (tally.oom_killed != count || tally.with_event != count) {
+          WARN(fmt::format("go, immediate: {} of {} OOMKilled, {} /tasks/oom events",
+                           tally.oom_killed, count, tally.with_event));
+        }
+        continue;
+      }
       CHECK(tally.oom_killed == count);
       CHECK(tally.with_event == count);
     }
