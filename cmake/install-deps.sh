@@ -11,6 +11,7 @@ packages=(
   containerd runc busybox-static
   crun runsc criu  # other runtimes shim-runc drives through BinaryName; criu for checkpoint tests (tests/README.md)
   strace procps iproute2 util-linux
+  libgrpc++-dev protobuf-compiler-grpc containernetworking-plugins  # CRI tests and benchmark (tests/cri)
   debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it
 )
 

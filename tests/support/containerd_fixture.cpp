@@ -50,23 +50,26 @@ std::string basename_of(const std::string& path) {
   return fs::path(path).filename().string();
 }
 
-// Plugins a task-level test never needs; fewer plugins, faster and quieter start.
-std::vector<std::string> disabled_plugins(const ContainerdVersion& version) {
+// Plugins a task-level test never needs; fewer plugins, faster and quieter start. With
+// `cri` the CRI plugins stay.
+std::vector<std::string> disabled_plugins(const ContainerdVersion& version, bool cri) {
   std::vector<std::string> ids = {
-      "io.containerd.grpc.v1.cri",           "io.containerd.snapshotter.v1.btrfs",
+      "io.containerd.snapshotter.v1.btrfs",
       "io.containerd.snapshotter.v1.aufs",   "io.containerd.snapshotter.v1.zfs",
       "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp",
       "io.containerd.internal.v1.tracing"};
   // NRI (on by default in 2.x) would listen on the host-wide /var/run/nri/nri.sock.
   if (version.at_least(1, 7)) ids.push_back("io.containerd.nri.v1.nri");
+  if (version.major >= 2) ids.push_back("io.containerd.snapshotter.v1.erofs");
+  if (cri) return ids;
+  ids.push_back("io.containerd.grpc.v1.cri");
   if (version.major >= 2) {
     // 2.x split CRI into these; the sandbox-controllers gRPC service fails to load (a
     // logged error) once the podsandbox controller is off, so it goes too.
     ids.insert(ids.end(), {"io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime",
                            "io.containerd.podsandbox.controller.v1.podsandbox",
                            "io.containerd.sandbox.controller.v1.shim",
-                           "io.containerd.grpc.v1.sandbox-controllers",
-                           "io.containerd.snapshotter.v1.erofs"});
+                           "io.containerd.grpc.v1.sandbox-controllers"});
   }
   return ids;
 }
@@ -192,10 +195,14 @@ PrivateContainerd::~PrivateContainerd() {
 
 void PrivateContainerd::write_config() const {
   std::vector<std::string> quoted;
-  for (const auto& id : disabled_plugins(version_)) quoted.push_back(fmt::format("\"{}\"", id));
+  for (const auto& id : disabled_plugins(version_, options_.cri)) {
+    quoted.push_back(fmt::format("\"{}\"", id));
+  }
+  // 2.x migrates a version 2 file, but the CRI sections are written for version 3 there.
+  const int config_version = options_.cri && version_.major >= 2 ? 3 : 2;
   std::ofstream out(config_path());
   out << fmt::format(
-      "version = 2\n"
+      "version = {}\n"
       "root = \"{}\"\n"
       "state = \"{}\"\n"
       "disabled_plugins = [{}]\n"
@@ -203,7 +210,8 @@ void PrivateContainerd::write_config() const {
       "\n[ttrpc]\n  address = \"{}\"\n"
       "\n[debug]\n  level = \"debug\"\n"
       "\n[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"{}\"\n",
-      root_dir(), state_dir(), fmt::join(quoted, ", "), grpc_address_, ttrpc_address_,
+      config_version, root_dir(), state_dir(), fmt::join(quoted, ", "), grpc_address_,
+      ttrpc_address_,
       dir_.sub("opt"));
   out << options_.extra_config << "\n";
   if (!out) throw std::runtime_error(fmt::format("writing {} failed", config_path()));

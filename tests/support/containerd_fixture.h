@@ -3,7 +3,8 @@
 //
 // Layout of dir():
 //   c.sock, c.sock.ttrpc   grpc and ttrpc sockets (short paths: sun_path is 108 bytes)
-//   config.toml            version 2, CRI and other unneeded plugins disabled, debug log
+//   config.toml            version 2 (3 on 2.x with `cri`), CRI (unless `cri`) and other
+//                          unneeded plugins disabled, debug log
 //   containerd.log         containerd's stdout+stderr (shim logs end up here too)
 //   root/ state/           containerd root and state
 //   runc/ fifo/            for ctr's --runc-root / --fifo-dir (see run_flags())
@@ -48,6 +49,9 @@ struct ContainerdOptions {
   std::vector<std::string> path_prepend;
   // TOML appended to the generated config.toml.
   std::string extra_config;
+  // Keep the CRI plugin (on 2.x also the plugins it was split into) and, on 2.x, write
+  // config version 3, whose plugin sections extra_config then uses (tests/cri).
+  bool cri = false;
   std::chrono::milliseconds start_timeout{30000};
   // Start the daemon in the constructor.
   bool start = true;

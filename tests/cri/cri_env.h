@@ -1,0 +1,111 @@
+// The CRI test environment: containerd with its CRI plugin in a private temp dir
+// (support/containerd_fixture.h with ContainerdOptions::cri), a private CNI bridge, the
+// locally built images imported, and two runtime handlers: ours and the Go shim's.
+//
+// containerd 1.7 and 2.x honour a handler's runtime_path: one daemon serves both
+// handlers. containerd 1.6 shows runtime_path in its CRI info but starts the first
+// `containerd-shim-runc-v2` on its PATH, so there ours is selected through PATH and the
+// Go shim runs under a second daemon (CriEnv hides the difference).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cri_client.h"
+#include "cri_images.h"
+#include "support/containerd_fixture.h"
+
+namespace shim::test::cri {
+
+enum class Side { ours, go };
+inline constexpr std::array<Side, 2> kBothSides = {Side::ours, Side::go};
+const char* side_name(Side side);  // "ours", "go"
+
+// Our shim-runc binary (build tree) and the Go shim that comes with `containerd_bin`.
+std::string our_shim_binary();
+std::string go_shim_binary(const std::string& containerd_bin);
+
+struct HandlerSpec {
+  std::string name;
+  std::string runtime_path;  // empty: containerd's PATH lookup
+};
+
+class CriDaemon {
+ public:
+  // Starts containerd with `handlers` (the first is the default), `path_prepend` in front
+  // of its PATH, imports the images and waits until CRI reports ready.
+  CriDaemon(std::vector<HandlerSpec> handlers, std::vector<std::string> path_prepend,
+            const ImageTarballs& images);
+  // Stops and removes every pod, then the fixture cleans up; the bridge goes last.
+  ~CriDaemon();
+  CriDaemon(const CriDaemon&) = delete;
+  CriDaemon& operator=(const CriDaemon&) = delete;
+
+  PrivateContainerd& fx() { return *fx_; }
+  const PrivateContainerd& fx() const { return *fx_; }
+  CriClient& client() { return *client_; }
+  // cgroupfs parent of every pod: "/<fixture namespace>", removed by the fixture.
+  std::string cgroup_parent() const { return "/" + fx_->ns(); }
+  std::string log_root() const { return fx_->dir() + "/pod-logs"; }
+  // runc's --root for every handler here (the handlers' options.Root).
+  std::string runc_root() const { return fx_->runc_root(); }
+  // <state>/io.containerd.runtime.v2.task/k8s.io/<id>
+  std::string bundle_dir(const std::string& id) const;
+  // The shim address of task `id` ("unix:///run/containerd/s/..."), read from its bundle
+  // (`address`, or bootstrap.json on 2.x); empty when there is none.
+  std::string shim_address(const std::string& id) const;
+  // containerd stopped and started again on the same state; shims keep running.
+  void restart();
+  // Lines of containerd's log that contain `needle`.
+  std::vector<std::string> log_lines_with(const std::string& needle) const;
+  void remove_all_pods();
+
+ private:
+  std::string config_toml(const std::vector<HandlerSpec>& handlers) const;
+  void write_cni_config() const;
+
+  std::unique_ptr<PrivateContainerd> fx_;
+  std::unique_ptr<CriClient> client_;
+  std::string bridge_;
+  std::string subnet_;
+};
+
+// Both handlers, on one daemon (1.7+) or two (1.6).
+class CriEnv {
+ public:
+  CriEnv();
+  CriDaemon& daemon(Side side);
+  CriClient& client(Side side) { return daemon(side).client(); }
+  const std::string& handler(Side side) const;
+  const ContainerdVersion& version() const { return version_; }
+  bool shared_daemon() const { return daemons_.size() == 1; }
+  const std::string& work_dir() const { return work_.path(); }
+  // Restarts every daemon (one or two).
+  void restart_all();
+
+ private:
+  TempDir work_;
+  ContainerdVersion version_;
+  std::vector<std::unique_ptr<CriDaemon>> daemons_;
+  std::array<std::string, 2> handlers_;
+};
+
+}  // namespace shim::test::cri
+
+// First statement of a CRI TEST_CASE: skips it where containerd (the version under test)
+// or grpc/CNI pieces are missing.
+#define LIBSHIM_SKIP_WITHOUT_CRI()                                                 \
+  do {                                                                             \
+    LIBSHIM_SKIP_WITHOUT_CONTAINERD();                                             \
+    if (auto libshim_cri_missing = ::shim::test::cri::cri_unavailable()) {         \
+      LIBSHIM_SKIP(*libshim_cri_missing);                                          \
+    }                                                                              \
+  } while (false)
+
+namespace shim::test::cri {
+// Why CRI tests cannot run here (no CNI bridge plugin, no busybox-static, no shim-runc
+// build), or nullopt.
+std::optional<std::string> cri_unavailable();
+}  // namespace shim::test::cri
