@@ -12,6 +12,7 @@
 #include "shim-runc/runc/options.h"
 #include "shim-runc/runc/runc_client.h"
 #include "shim-runc/runc/runc_command.h"
+#include "shim-runc/runc_info.h"
 #include "shim-runc/runc_runtime.h"
 #include "shim/process/action_environment.h"
 #include "shim/clock.h"
@@ -83,6 +84,12 @@ shim::Status RuncManager::cleanup(const shim::StopContext& context, std::int64_t
     *init_pid = std::strtol(pid_text.c_str(), nullptr, 10);
   }
   return {};
+}
+
+shim::Status RuncManager::info(const std::optional<shim::pb::Any>& options,
+                               containerd::types::RuntimeInfo* info) const {
+  if (shim::Status s = shim::RuntimeManager::info(std::nullopt, info); !s.ok()) return s;
+  return fill_runtime_info(options, info);
 }
 
 std::unique_ptr<shim::Runtime> RuncManager::create_runtime(shim::ServiceContext& context) {

@@ -32,6 +32,11 @@ std::string go_abs_path(std::string_view path);
 // control characters other than \n \r \t as \u00XX.
 std::string go_json_quote(std::string_view text);
 
+// Go's json.Marshal of a decoded document: compact, object keys in the order given,
+// strings as go_json_quote() writes them, integers in decimal (other numbers as
+// Boost.JSON prints them).
+std::string go_json_marshal(const boost::json::value& value);
+
 // Go's strings.TrimSpace for ASCII white space (what runc writes is ASCII-spaced).
 std::string_view go_trim_space(std::string_view text);
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
@@ -210,6 +211,51 @@ shim::Status go_look_path(std::string_view name, std::string* path) {
     pos = colon + 1;
   }
   return shim::Status(shim::Code::kNotFound, fmt::format("exec: \"{}\": executable file not found in $PATH", name));
+}
+
+namespace {
+
+void marshal_into(const boost::json::value& value, std::string* out) {
+  switch (value.kind()) {
+    case boost::json::kind::object: {
+      out->push_back('{');
+      bool first = true;
+      for (const auto& [key, member] : value.get_object()) {
+        if (!first) out->push_back(',');
+        first = false;
+        *out += go_json_quote(key);
+        out->push_back(':');
+        marshal_into(member, out);
+      }
+      out->push_back('}');
+      return;
+    }
+    case boost::json::kind::array: {
+      out->push_back('[');
+      bool first = true;
+      for (const auto& item : value.get_array()) {
+        if (!first) out->push_back(',');
+        first = false;
+        marshal_into(item, out);
+      }
+      out->push_back(']');
+      return;
+    }
+    case boost::json::kind::string: *out += go_json_quote(value.get_string()); return;
+    case boost::json::kind::int64: *out += std::to_string(value.get_int64()); return;
+    case boost::json::kind::uint64: *out += std::to_string(value.get_uint64()); return;
+    case boost::json::kind::bool_: *out += value.get_bool() ? "true" : "false"; return;
+    case boost::json::kind::null: *out += "null"; return;
+    case boost::json::kind::double_: *out += boost::json::serialize(value); return;
+  }
+}
+
+}  // namespace
+
+std::string go_json_marshal(const boost::json::value& value) {
+  std::string out;
+  marshal_into(value, &out);
+  return out;
 }
 
 }  // namespace shim

@@ -1,0 +1,49 @@
+#include "shim-runc/runc_info.h"
+
+#include <boost/json/parse.hpp>
+#include <fmt/format.h>
+
+#include "shim-runc/runc/options.h"
+#include "shim-runc/runc/runc_client.h"
+#include "shim-runc/runc/runc_command.h"
+#include "shim/gocompat.h"
+#include "shim/process/action_environment.h"
+
+namespace runc_shim {
+
+shim::Status features_any(std::string_view runc_output, shim::pb::Any* any) {
+  boost::system::error_code ec;
+  boost::json::value features = boost::json::parse(runc_output, ec);
+  if (ec || !features.is_object()) return shim::invalid_argument("runtime features are not a JSON object");
+  any->set_type_url(std::string(kFeaturesType));
+  any->set_value(shim::go_json_marshal(features));
+  return {};
+}
+
+shim::Status fill_runtime_info(const std::optional<shim::pb::Any>& options,
+                               containerd::types::RuntimeInfo* info) {
+  std::string binary(kDefaultRuncBinary);
+  if (options) {
+    DecodedOptions decoded;
+    if (shim::Status s = decode_runc_options(*options, &decoded); !s.ok()) {
+      return shim::unknown(fmt::format("failed to read runtime options (*options.Options): {}", s.message()));
+    }
+    if (decoded.present) {
+      info->mutable_options()->set_type_url(std::string(kRuncOptionsType));
+      info->mutable_options()->set_value(decoded.options.SerializeAsString());
+      if (!decoded.options.binary_name().empty()) binary = decoded.options.binary_name();
+    }
+  }
+  std::string path;
+  if (shim::Status s = shim::go_look_path(binary, &path); !s.ok()) {
+    return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", binary, s.message()));
+  }
+  shim::ActionEnvironment environment;
+  std::string json;
+  if (!runc_features(environment.reaper(), environment.spawner(), path, &json).ok()) return {};
+  shim::pb::Any features;
+  if (features_any(json, &features).ok()) *info->mutable_features() = std::move(features);
+  return {};
+}
+
+}  // namespace runc_shim
