@@ -1,10 +1,20 @@
 // TtrpcClient against a server played by hand over a raw unix socket.
 #include "shim/ttrpc/client.h"
 
+#include <linux/vm_sockets.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "support/ttrpc_harness.h"
+#include "support/skip.h"
 #include "support/unix_stream.h"
+#include "ttrpc/dial_address.h"
 #include "shim/pb/ttrpc.pb.h"
 
 namespace shim::ttrpc {
@@ -226,6 +236,79 @@ TEST_CASE("dropping the client closes the connection", "[ttrpc]") {
   client.reset();
   CHECK(call_status.get_future().get() == Status(Code::kUnavailable, "ttrpc: closed"));
   CHECK(peer->wait_closed());
+}
+
+}  // namespace
+}  // namespace shim::ttrpc
+
+// ---- dial addresses and vsock ----------------------------------------------------------
+
+namespace shim::ttrpc {
+namespace {
+
+TEST_CASE("dial addresses: unix paths and vsock CID:PORT", "[ttrpc]") {
+  DialAddress unix_address;
+  REQUIRE(parse_dial_address("unix:///run/x.sock", &unix_address).ok());
+  CHECK(unix_address.family == AF_UNIX);
+  CHECK(unix_address.description == "unix /run/x.sock");
+  REQUIRE(parse_dial_address("/run/y.sock", &unix_address).ok());
+  CHECK(unix_address.description == "unix /run/y.sock");
+
+  DialAddress vsock;
+  REQUIRE(parse_dial_address("vsock://3:1024", &vsock).ok());
+  CHECK(vsock.family == AF_VSOCK);
+  CHECK(vsock.length == sizeof(sockaddr_vm));
+  const auto* vm = reinterpret_cast<const sockaddr_vm*>(&vsock.storage);
+  CHECK(vm->svm_cid == 3);
+  CHECK(vm->svm_port == 1024);
+  CHECK(vsock.description == "vsock 3:1024");
+
+  for (const char* bad : {"vsock://3", "vsock://:1", "vsock://x:1", "vsock://1:99999999999", "tcp://h:1", ""}) {
+    INFO(bad);
+    DialAddress ignored;
+    CHECK(parse_dial_address(bad, &ignored).code() == Code::kInvalidArgument);
+  }
+}
+
+// A listener on the local vsock CID (1, VMADDR_CID_LOCAL), or -1 with the reason.
+int vsock_loopback_listener(std::uint32_t* port, std::string* reason) {
+  int fd = ::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *reason = fmt::format("no AF_VSOCK sockets here: {}", std::strerror(errno));
+    return -1;
+  }
+  sockaddr_vm address{};
+  address.svm_family = AF_VSOCK;
+  address.svm_cid = VMADDR_CID_LOCAL;
+  address.svm_port = VMADDR_PORT_ANY;
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 1) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    *reason = fmt::format("cannot listen on vsock CID 1 (kernel without vsock_loopback?): {}", std::strerror(errno));
+    ::close(fd);
+    return -1;
+  }
+  *port = address.svm_port;
+  return fd;
+}
+
+TEST_CASE("client calls over vsock (loopback CID)", "[ttrpc][vsock]") {
+  std::uint32_t port = 0;
+  std::string reason;
+  int listener = vsock_loopback_listener(&port, &reason);
+  if (listener < 0) LIBSHIM_SKIP(reason);
+  SyncClient client(fmt::format("vsock://1:{}", port));
+  int accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ::close(listener);
+  REQUIRE(accepted >= 0);
+  UnixStream peer(accepted);  // any connected stream socket
+  auto pending = client.call_async("agent.Agent", "Ping", "p");
+  auto request = read_request(peer, 1);
+  CHECK(request.service() == "agent.Agent");
+  REQUIRE(peer.write_all(response_bytes(1, Status(), "pong")));
+  auto result = pending.get();
+  CHECK(result.status.ok());
+  CHECK(result.payload == "pong");
 }
 
 }  // namespace

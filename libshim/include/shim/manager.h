@@ -10,6 +10,7 @@
 // runtime-specific; the Manager answers the few questions only the runtime can.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,9 +19,12 @@
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/pb/containerd/types.pb.h"
 #include "shim/pb/any.pb.h"
+#include "shim/logger.h"
+#include "shim/process/reaper.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
 #include "shim/task_service.h"
+#include "shim/ttrpc/router.h"
 
 namespace shim {
 
@@ -45,6 +49,23 @@ struct DaemonOptions {
                                                 "io.kubernetes.cri.sandbox-id"};
   std::string cgroup;       // move the daemon into this cgroup (e.g. runc's ShimCgroup)
   bool adjust_oom_score = true;  // containerd's oom_score_adj + 1
+};
+
+// How the long-lived server runs (Go's shim.Config and RegisterTTRPC have the same
+// knobs). The defaults suit a runtime whose containers are the shim's descendants.
+struct ServerOptions {
+  // Threads for blocking work (Instance methods, runtime CLI calls); they start on demand
+  // and retire when idle, so an idle shim is one thread.
+  std::size_t pool_threads = 2;
+  // PR_SET_CHILD_SUBREAPER: orphaned descendants (a container's init once `runc create`
+  // exited) become the shim's children, so their exits are seen. Off for runtimes whose
+  // processes live elsewhere (a VM).
+  bool subreaper = true;
+  // Point stderr at the bundle's `log` FIFO, which containerd copies into its own log.
+  bool log_to_fifo = true;
+  // Where libshim's logrus lines go; null: stderr (the FIFO above). A plug-in with its own
+  // logging gives a sink that hands the lines to it (shim/logger.h CallbackLogSink).
+  std::shared_ptr<LogSink> log_sink;
 };
 
 struct StopContext {
@@ -77,6 +98,17 @@ class Manager {
 
   // The task service the long-lived server serves; called once in the daemon.
   virtual std::unique_ptr<TaskService> create_task_service(ServiceContext& context) = 0;
+
+  // The daemon's settings; asked once, before anything else runs in it.
+  virtual ServerOptions server_options() const { return {}; }
+  // The daemon's Reaper; null (the default): libshim's signalfd subreaper. A plug-in
+  // that reaps its children itself returns its own; it must see every child's exit.
+  // Called on the main thread before the loop runs; `loop` is the event loop.
+  virtual std::unique_ptr<Reaper> create_reaper(boost::asio::any_io_executor loop);
+  // Registers ttrpc services next to the task service (e.g. a sandbox service); they
+  // must outlive the server (keep them in the Manager). Called once after
+  // create_task_service(), on the main thread.
+  virtual void register_services(ttrpc::Router& router, ServiceContext& context);
 };
 
 // The entry point: runs the action named on the command line and returns the exit code.

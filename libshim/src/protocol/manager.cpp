@@ -15,4 +15,8 @@ Status Manager::info(const std::optional<shim::pb::Any>& options,
   return {};
 }
 
+std::unique_ptr<Reaper> Manager::create_reaper(boost::asio::any_io_executor) { return nullptr; }
+
+void Manager::register_services(ttrpc::Router&, ServiceContext&) {}
+
 }  // namespace shim

@@ -100,16 +100,40 @@ Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* s
 }
 
 void dump_state(Logger& logger, const ttrpc::TtrpcServer& server, const EventForwarder& forwarder,
-                const SignalfdReaper& reaper) {
+                const SignalfdReaper* reaper) {
   auto events = forwarder.stats();
-  auto reaped = reaper.stats();
-  logger.info("state dump", {{"connections", server.connection_count()},
-                             {"calls_in_flight", server.calls_in_flight()},
-                             {"events_queued", events.queued},
-                             {"events_sent", events.sent},
-                             {"events_rejected", events.rejected},
-                             {"reaped", reaped.reaped},
-                             {"reaped_claimed", reaped.claimed}});
+  LogFields fields = {{"connections", server.connection_count()},
+                      {"calls_in_flight", server.calls_in_flight()},
+                      {"events_queued", events.queued},
+                      {"events_sent", events.sent},
+                      {"events_rejected", events.rejected}};
+  if (reaper != nullptr) {
+    auto reaped = reaper->stats();
+    fields.emplace_back("reaped", reaped.reaped);
+    fields.emplace_back("reaped_claimed", reaped.claimed);
+  }
+  logger.info("state dump", fields);
+}
+
+// The daemon's reaper: the plug-in's, or libshim's signalfd subreaper (`ours`).
+std::unique_ptr<Reaper> make_reaper(Manager& manager, const ServerOptions& options,
+                                    boost::asio::any_io_executor executor, SignalWatcher& signals,
+                                    Logger& logger, SignalfdReaper** ours) {
+  std::unique_ptr<Reaper> reaper = manager.create_reaper(executor);
+  if (reaper != nullptr) return reaper;
+  auto signalfd = std::make_unique<SignalfdReaper>(executor, signals,
+                                                   ReaperOptions{.child_subreaper = options.subreaper});
+  if (Status s = signalfd->start(); !s.ok()) logger.warn("reaper setup", {{"error", s.message()}});
+  *ours = signalfd.get();
+  return signalfd;
+}
+
+Logger make_logger(const ShimFlags& flags, const ServerOptions& options, const Clock& clock,
+                   const Manager& manager) {
+  std::shared_ptr<LogSink> sink = options.log_sink;
+  if (sink == nullptr) sink = std::make_shared<FdLogSink>(STDERR_FILENO);
+  return Logger(std::move(sink), clock, flags.debug ? LogLevel::kDebug : LogLevel::kInfo,
+                {{"namespace", flags.namespace_}, {"pid", ::getpid()}, {"runtime", manager.name()}});
 }
 
 }  // namespace
@@ -118,6 +142,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (flags.namespace_.empty()) {
     return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   }
+  const ServerOptions options = manager.server_options();
   // One malloc arena: glibc would give the pool's thread an arena of its own (a 64 MiB
   // reservation, ~8 KiB more private memory per shim) for a few small allocations.
   ::mallopt(M_ARENA_MAX, 1);
@@ -125,30 +150,28 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   // only the loop's signalfd.
   SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
   ::signal(SIGPIPE, SIG_IGN);
-  redirect_stderr_to_log_fifo();
+  if (options.log_to_fifo) redirect_stderr_to_log_fifo();
 
   SystemClock clock;
-  Logger logger(std::make_shared<FdLogSink>(STDERR_FILENO), clock,
-                flags.debug ? LogLevel::kDebug : LogLevel::kInfo,
-                {{"namespace", flags.namespace_}, {"pid", ::getpid()}, {"runtime", manager.name()}});
-
+  Logger logger = make_logger(flags, options, clock, manager);
   boost::asio::io_context loop(1);
   auto executor = loop.get_executor();
   SignalWatcher signals(executor);
-  SignalfdReaper reaper(executor, signals);
-  if (Status s = reaper.start(); !s.ok()) logger.warn("reaper setup", {{"error", s.message()}});
-  WorkPool pool(2);
+  SignalfdReaper* signalfd_reaper = nullptr;
+  std::unique_ptr<Reaper> reaper = make_reaper(manager, options, executor, signals, logger, &signalfd_reaper);
+  WorkPool pool(options.pool_threads);
   PosixSpawner spawner;
   EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .namespace_ = flags.namespace_},
                            clock, logger);
   ShutdownSequence shutdown(loop, logger);
 
-  ServiceContext context{executor, reaper, forwarder, clock, spawner, pool, logger, shutdown,
+  ServiceContext context{executor, *reaper, forwarder, clock, spawner, pool, logger, shutdown,
                          ShimIdentity{flags.namespace_, flags.id, current_dir(), flags.address,
                                       env.ttrpc_address, flags.debug}};
   std::unique_ptr<TaskService> service = manager.create_task_service(context);
   ttrpc::Router router;
   register_task_service(router, *service);
+  manager.register_services(router, context);
   ttrpc::TtrpcServer server(executor, std::move(router));
 
   std::string socket_path;
@@ -159,14 +182,14 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   shutdown.attach(&server, &forwarder, socket_path);
   signals.watch(SIGTERM, [&](const SignalInfo&) { shutdown.request_shutdown(); });
   signals.watch(SIGINT, [&](const SignalInfo&) { shutdown.request_shutdown(); });
-  signals.watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, reaper); });
+  signals.watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
 
   logger.info("starting signal loop", {{"path", current_dir()}, {"socket", socket_path}});
   loop.run();
 
   pool.stop();
   forwarder.close();
-  reaper.stop();
+  if (signalfd_reaper != nullptr) signalfd_reaper->stop();
   signals.close();
   logger.info("shim exited");
   return 0;

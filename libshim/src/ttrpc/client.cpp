@@ -1,18 +1,20 @@
 #include "shim/ttrpc/client.h"
 
 #include <array>
+#include <cstring>
 #include <unordered_map>
 
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "ttrpc/dial_address.h"
 #include "ttrpc/frame.h"
 #include "ttrpc/frame_writer.h"
 #include "ttrpc/unix_socket.h"
@@ -21,7 +23,7 @@
 namespace shim::ttrpc {
 
 namespace asio = boost::asio;
-using asio::local::stream_protocol;
+using asio::generic::stream_protocol;
 
 Status unix_socket_path(std::string_view address, std::string* path) {
   constexpr std::string_view kScheme = "unix://";
@@ -101,12 +103,16 @@ void ClientCore::connect(const std::string& address, std::function<void(Status)>
     finish(Status(Code::kFailedPrecondition, "ttrpc: connect called twice"));
     return;
   }
-  std::string path;
-  Status status = unix_socket_path(address, &path);
-  int fd = status.ok() ? open_unix_socket(&status) : -1;
+  DialAddress target;
+  Status status = parse_dial_address(address, &target);
+  int fd = -1;
+  if (status.ok()) {
+    fd = ::socket(target.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) status = Status(Code::kUnavailable, fmt::format("ttrpc: socket for {}: {}", target.description, std::strerror(errno)));
+  }
   boost::system::error_code error;
   if (fd >= 0) {
-    socket_.assign(stream_protocol(), fd, error);
+    socket_.assign(stream_protocol(target.family, 0), fd, error);
     if (error) ::close(fd);
   }
   if (!status.ok() || error) {
@@ -117,14 +123,15 @@ void ClientCore::connect(const std::string& address, std::function<void(Status)>
   }
   state_ = State::kConnecting;
   socket_.async_connect(
-      stream_protocol::endpoint(path),
-      [self = shared_from_this(), path, done = std::move(done)](const boost::system::error_code& error) {
+      stream_protocol::endpoint(&target.storage, target.length),
+      [self = shared_from_this(), where = target.description, done = std::move(done)](
+          const boost::system::error_code& error) {
         Status status;
         if (self->state_ != State::kConnecting) {
           status = closed_status();
         } else if (error) {
           status = Status(Code::kUnavailable,
-                          fmt::format("ttrpc: dial unix {}: {}", path, error.message()));
+                          fmt::format("ttrpc: dial {}: {}", where, error.message()));
           self->close(status);
         } else {
           self->state_ = State::kConnected;

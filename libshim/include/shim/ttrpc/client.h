@@ -1,4 +1,5 @@
-// TtrpcClient: unary ttrpc calls over one unix socket connection, multiplexed.
+// TtrpcClient: unary ttrpc calls over one connection (unix socket or vsock), multiplexed.
+// Threading: see the class comment.
 #pragma once
 
 #include <chrono>
@@ -40,7 +41,8 @@ class TtrpcClient : public std::enable_shared_from_this<TtrpcClient> {
                                              ClientOptions options = {});
   virtual ~TtrpcClient() = default;
 
-  // `address` is "unix:///path" or "/path".
+  // `address` is "unix:///path", "/path", or "vsock://CID:PORT" (AF_VSOCK: a VM shim's
+  // guest agent).
   virtual void connect(std::string address, std::function<void(Status)> done) = 0;
   virtual void call(std::string service, std::string method, std::string payload,
                     CallOptions options, CallCallback done) = 0;
