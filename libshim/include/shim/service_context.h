@@ -1,5 +1,9 @@
-// ServiceContext: everything the long-lived shim server hands a plug-in's TaskService.
-// Nothing here is global: tests build a ServiceContext from fakes.
+// ServiceContext: everything the long-lived shim server hands a plug-in (its Runtime or
+// TaskService). Nothing here is global: tests build a ServiceContext from fakes.
+//
+// Threading: `executor` is the one event loop; the Reaper delivers exits there and the
+// Publisher may be called from any thread. `pool` runs blocking work. The Logger and the
+// Spawner are thread-safe; ShutdownControl may be called from any thread.
 #pragma once
 
 #include <string>

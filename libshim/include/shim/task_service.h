@@ -1,10 +1,16 @@
-// TaskService: the 17 task RPCs a shim serves. One implementation answers both
-// containerd.task.v2.Task (containerd 1.6/1.7, version-2 shims under 2.x) and
-// containerd.task.v3.Task (2.x): their messages are identical on the wire.
+// TaskService: the 17 task RPCs a shim serves, the second tier for shims that own the
+// protocol (e.g. a VM shim forwarding to its guest agent). Most runtimes implement the
+// process tier instead (shim/runtime.h), for which libshim serves this interface.
+// One implementation answers both containerd.task.v2.Task (containerd 1.6/1.7,
+// version-2 shims under 2.x) and containerd.task.v3.Task (2.x): their messages are
+// identical on the wire.
 //
-// Every method has a default that answers Unimplemented "not implemented", so a plug-in
-// overrides only what its runtime supports. A method answers through its Reply, now or
-// later from any thread (a Wait may hold its Reply for hours without holding a thread).
+// Threading: every method is called on the shim's event loop thread, one call at a
+// time, and must not block: run blocking work on ServiceContext::pool and answer from
+// its result (post_and_reply in shim/process/work_pool.h). A method answers through its
+// Reply, now or later, from any thread (a Wait may hold its Reply for hours without
+// holding a thread). Every method has a default that answers Unimplemented "not
+// implemented", so a plug-in overrides only what it supports.
 #pragma once
 
 #include <string_view>
