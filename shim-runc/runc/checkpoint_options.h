@@ -1,4 +1,4 @@
-// Checkpoint / restore inputs as the Go runc shim reads them (protocol-facts 8.16, 10.1):
+// Checkpoint / restore inputs as the Go runc shim reads them (containerd pkg/process/init.go, runtime/v2/runc/options/oci.proto):
 // the containerd.runc.v1.CheckpointOptions Any of a Checkpoint request, and what a Create
 // with `checkpoint` set keeps for the restore at Start. Pure, so the mapping to the runc
 // command lines (runc_command.h) is unit-tested without runc or CRIU.

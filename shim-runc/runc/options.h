@@ -1,4 +1,5 @@
-// The runc shim's runtime options (containerd.runc.v1.Options, protocol-facts 10.1): decoded
+// The runc shim's runtime options (containerd.runc.v1.Options, runtime/v2/runc/options/oci.proto in 1.6,
+// api/types/runc/options/oci.proto in 2.x): decoded
 // from the Any containerd sends, and kept in the bundle as the Go shim keeps them, so the
 // `delete` action and a restarted shim find the same runc root and binary:
 //   <bundle>/options.json  json.Marshal of the Go struct: snake_case keys in field order,

@@ -17,6 +17,7 @@
 
 #include "shim/gocompat.h"
 #include "shim-runc/runc/runtime_error.h"
+#include "shim/fs.h"
 #include "shim/logger.h"
 
 namespace runc_shim {
@@ -24,13 +25,7 @@ namespace runc_shim {
 namespace {
 
 // Go's os.TempDir() with go-runc's $XDG_RUNTIME_DIR preference.
-std::string process_file_dir() {
-  for (const char* variable : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
-    const char* value = std::getenv(variable);
-    if (value != nullptr && *value != '\0') return value;
-  }
-  return "/tmp";
-}
+std::string process_file_dir() { return shim::runtime_temp_dir(); }
 
 // A temp file holding `json` plus the newline json.Encoder ends with. Removed when the
 // object dies.

@@ -1,6 +1,7 @@
 // RuncClient: runs runc (or any runc-compatible binary) for one container the way the Go
 // runc shim does through go-runc, and turns failures into the errors the Go shim returns
-// (protocol-facts 8.1, 8.2, 8.10, 8.11, 8.14, 8.16).
+// (github.com/containerd/go-runc runc.go; containerd pkg/process/utils.go in 1.6,
+// cmd/containerd-shim-runc-v2/process/utils.go in 2.x).
 //
 // Every call blocks until the runtime has exited: call it on a WorkPool thread, e.g.
 //   shim::post_and_reply(pool, loop, [&] { return runc.start(id); },

@@ -1,5 +1,5 @@
 // RuncCommandLine: the argv of every runc command the Go runc shim runs, flag for flag as
-// go-runc builds them (protocol-facts 8.1, 8.16). Pure: nothing here runs anything, so the
+// go-runc builds them (github.com/containerd/go-runc runc.go). Pure: nothing here runs anything, so the
 // command lines are unit-tested against the Go ones; RuncClient (runc_client.h) runs them.
 // Works for any runc-compatible binary (crun, youki): only the binary name changes.
 #pragma once

@@ -1,5 +1,5 @@
 // How the Go runc shim turns a failed runc command into the error containerd shows
-// (protocol-facts 8.2): the last `error` line of runc's log.json, prefixed with what was
+// (containerd pkg/process/utils.go runtimeError): the last `error` line of runc's log.json, prefixed with what was
 // being done, plus the special mapping of `runc kill` failures.
 //
 // log.json is never truncated or rotated, neither by go-runc nor by the Go shim (runc

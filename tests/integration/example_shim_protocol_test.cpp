@@ -1,5 +1,5 @@
 // The shim binary protocol of the built shim-example, run as a subprocess exactly as
-// containerd 1.6, 1.7 and 2.3 run it (protocol-facts 3, 5): argv, env, stdin, cwd =
+// containerd 1.6, 1.7 and 2.3 run it (runtime/v2/binary.go, core/runtime/v2/binary.go): argv, env, stdin, cwd =
 // bundle, own process group, combined-output-until-EOF. No containerd involved.
 #include <fcntl.h>
 #include <poll.h>
@@ -417,7 +417,7 @@ pid_t serving_daemon(const std::string& address) {
   return static_cast<pid_t>(connect_shim_pid(address, "containerd.task.v2.Task"));
 }
 
-// Everything a freshly started daemon must look like (protocol-facts 3.4, 3.10).
+// Everything a freshly started daemon must look like (containerd pkg/shim/shim.go and the Go runc shim).
 void check_daemon_attributes(const ShimSandbox& sb, pid_t daemon, const ShimRun& start,
                              const std::string& bundle, const std::string& group, bool debug) {
   INFO("daemon " << daemon << "\nlogs:\n" << sb.logs());

@@ -1,4 +1,4 @@
-// Per-pod shim grouping (protocol-facts 5.2) with our shim-runc under a real containerd:
+// Per-pod shim grouping (containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go) with our shim-runc under a real containerd:
 // containers whose spec carries the same group annotation share one shim daemon and
 // socket, each stays independently usable, and the shim ends with its last container.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Terminals (protocol-facts 8.4) with our shim-runc under a real containerd: `ctr run -t`
+// Terminals (containerd runtime/v2/runc/platform.go) with our shim-runc under a real containerd: `ctr run -t`
 // and `ctr task exec -t`, ResizePty from ctr and over ttrpc, and no fds or pty dirs left
 // behind by many terminal containers and execs in one shim.
 //

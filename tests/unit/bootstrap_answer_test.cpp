@@ -5,6 +5,7 @@
 #include "shim/pb/containerd/bootstrap.pb.h"
 #include "socket/sha256.h"
 #include "protocol/start_answer.h"
+#include "support/start_answer_oracle.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // runc failures -> the Go shim's error texts: log.json's last error line, the fallbacks,
-// and the kill error mapping (protocol-facts 8.2).
+// and the kill error mapping (containerd pkg/process/utils.go checkKillError).
 #include <cerrno>
 #include <string>
 

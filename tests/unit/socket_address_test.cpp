@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "shim/gocompat.h"
+
 #include "socket/socket_address.h"
 #include "support/subprocess.h"
 
@@ -20,7 +22,7 @@ std::string sha256sum_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("clean_path follows Go's path.Clean", "[address]") {
+TEST_CASE("go_clean_path follows Go's path.Clean", "[address]") {
   // The cases of Go's own path.Clean test table.
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "."},
@@ -65,7 +67,7 @@ TEST_CASE("clean_path follows Go's path.Clean", "[address]") {
   };
   for (const auto& [input, expected] : cases) {
     INFO("input \"" << input << "\"");
-    CHECK(shim::clean_path(input) == expected);
+    CHECK(shim::go_clean_path(input) == expected);
   }
 }
 
@@ -83,7 +85,7 @@ TEST_CASE("join_path follows Go's filepath.Join", "[address]") {
 }
 
 TEST_CASE("socket_address hashes the cleaned join, like the Go shim", "[address]") {
-  // The example verified against containerd 1.6.20's shim (protocol-facts 5.1).
+  // The example verified against containerd 1.6.20's shim (runtime/v2/shim/util.go SocketAddress).
   const std::string hex = sha256sum_of("/run/example/c.sock/default/t1");
   std::string address;
   REQUIRE(shim::socket_address("/run/example/c.sock", "default", "t1", &address).ok());

@@ -17,6 +17,15 @@ enum class ErrorStyle { kC, kGo };
 // errno's text in `style` ("No such file or directory" / "no such file or directory").
 std::string errno_text(int err, ErrorStyle style);
 
+// "<what>: <errno text>" with `code`; Unknown by default, which is what containerd makes
+// of a Go shim's plain error. The one errno-to-Status helper of libshim.
+Status errno_error(std::string_view what, int err, ErrorStyle style = ErrorStyle::kC,
+                   Code code = Code::kUnknown);
+
+// Where short-lived runtime files go (a console socket's dir, runc's process.json):
+// $XDG_RUNTIME_DIR, else $TMPDIR, else /tmp, as Go's os.TempDir() after XDG.
+std::string runtime_temp_dir();
+
 // Writes `content` to `path` through a temp file + rename, so readers (containerd reading
 // `address` after a restart) never see a partial file.
 Status write_file_atomic(const std::string& path, std::string_view content, int mode = 0644);

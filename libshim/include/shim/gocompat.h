@@ -37,7 +37,7 @@ std::string go_json_quote(std::string_view text);
 // Boost.JSON prints them).
 std::string go_json_marshal(const boost::json::value& value);
 
-// Go's strings.TrimSpace for ASCII white space (what runc writes is ASCII-spaced).
+// Go's strings.TrimSpace (Unicode white space, as unicode.IsSpace).
 std::string_view go_trim_space(std::string_view text);
 
 // Go's strings.EqualFold for ASCII: how encoding/json matches an object key to a struct

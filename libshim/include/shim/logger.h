@@ -1,5 +1,5 @@
 // Logger: the shim's own log, as logrus text lines (what the Go shims write to the `log`
-// FIFO that containerd copies to its stderr; protocol-facts 8.5):
+// FIFO that containerd copies to its stderr; pkg/shim/shim.go):
 //   time="2026-11-29T09:26:33.125845343Z" level=info msg="starting signal loop" pid=1 ...
 // Time is RFC3339 with fixed 9-digit nanoseconds in UTC (containerd's RFC3339NanoFixed);
 // fields follow msg sorted by key; a value is quoted (Go %q) unless it consists only of

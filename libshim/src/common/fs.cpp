@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -13,14 +14,18 @@
 namespace shim {
 namespace {
 
+// The file helpers' codes: see ErrorStyle.
+Code file_error_code(int err, ErrorStyle style) {
+  if (err == ENOENT) return Code::kNotFound;
+  if (style == ErrorStyle::kGo) return Code::kUnknown;
+  if (err == EEXIST) return Code::kAlreadyExists;
+  if (err == EACCES || err == EPERM) return Code::kPermissionDenied;
+  return Code::kUnknown;
+}
+
 Status errno_status(std::string_view op, const std::string& path, int err,
                     ErrorStyle style = ErrorStyle::kC) {
-  std::string text = fmt::format("{} {}: {}", op, path, errno_text(err, style));
-  if (err == ENOENT) return Status(Code::kNotFound, std::move(text));
-  if (style == ErrorStyle::kGo) return Status(Code::kUnknown, std::move(text));
-  if (err == EEXIST) return Status(Code::kAlreadyExists, std::move(text));
-  if (err == EACCES || err == EPERM) return Status(Code::kPermissionDenied, std::move(text));
-  return Status(Code::kUnknown, std::move(text));
+  return errno_error(fmt::format("{} {}", op, path), err, style, file_error_code(err, style));
 }
 
 Status write_all(int fd, std::string_view content, const std::string& path,
@@ -102,6 +107,18 @@ Status make_dirs(const std::string& path, int mode) {
     return errno_status("mkdir", prefix, errno);
   }
   return {};
+}
+
+Status errno_error(std::string_view what, int err, ErrorStyle style, Code code) {
+  return Status(code, fmt::format("{}: {}", what, errno_text(err, style)));
+}
+
+std::string runtime_temp_dir() {
+  for (const char* variable : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && *value != '\0') return value;
+  }
+  return "/tmp";
 }
 
 }  // namespace shim

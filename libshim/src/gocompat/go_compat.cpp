@@ -13,6 +13,7 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
+#include "gocompat/utf8.h"
 #include "shim/fs.h"
 
 namespace shim {
@@ -70,40 +71,6 @@ std::string go_abs_path(std::string_view path) {
   return go_join_path(buffer.data(), path);
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence at text[pos], or 0 if it is invalid.
-std::size_t utf8_sequence_length(std::string_view text, std::size_t pos, std::uint32_t* code) {
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  unsigned char lead = byte(pos);
-  std::size_t length = 0;
-  std::uint32_t value = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    value = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    value = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    value = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (pos + length > text.size()) return 0;
-  for (std::size_t i = 1; i < length; ++i) {
-    if ((byte(pos + i) & 0xC0) != 0x80) return 0;
-    value = (value << 6) | (byte(pos + i) & 0x3F);
-  }
-  bool overlong = (length == 3 && value < 0x800) || (length == 4 && value < 0x10000);
-  bool surrogate = value >= 0xD800 && value <= 0xDFFF;
-  if (overlong || surrogate || value > 0x10FFFF) return 0;
-  *code = value;
-  return length;
-}
-
-}  // namespace
-
 std::string go_json_quote(std::string_view text) {
   std::string out = "\"";
   for (std::size_t pos = 0; pos < text.size();) {
@@ -125,9 +92,10 @@ std::string go_json_quote(std::string_view text) {
       }
       continue;
     }
-    std::uint32_t code = 0;
-    std::size_t length = utf8_sequence_length(text, pos, &code);
-    if (length == 0) {
+    detail::Rune rune = detail::decode_rune(text, pos);
+    std::size_t length = rune.size;
+    auto code = static_cast<std::uint32_t>(rune.value);
+    if (rune.value == detail::kRuneError && length == 1) {
       out += "\\ufffd";
       ++pos;
       continue;
@@ -143,12 +111,7 @@ std::string go_json_quote(std::string_view text) {
   return out;
 }
 
-std::string_view go_trim_space(std::string_view text) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
+std::string_view go_trim_space(std::string_view text) { return detail::trim_space(text); }
 
 bool go_equal_fold(std::string_view a, std::string_view b) {
   auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };

@@ -1,5 +1,7 @@
 #include "shim/linux/oom_watcher.h"
 
+#include "shim/fs.h"
+
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -49,7 +51,7 @@ std::string memory_dir(const CgroupPaths& cgroup) {
 }
 
 shim::Status errno_error(std::string_view what, const std::string& path, int err) {
-  return shim::unknown(fmt::format("{} {}: {}", what, path, go_errno_text(err)));
+  return shim::errno_error(fmt::format("{} {}", what, path), err, ErrorStyle::kGo);
 }
 
 // cgroup.events "populated 0", or unreadable: the v2 cgroup has no processes left.

@@ -1,6 +1,6 @@
 // SignalfdReaper: the real Reaper. A child subreaper that reaps on SIGCHLD read from a
 // signalfd on the event loop (via SignalWatcher), looping waitpid(-1, WNOHANG) until
-// nothing is left on every wakeup, so coalesced SIGCHLDs lose nothing (PR #13539 class).
+// nothing is left on every wakeup, so coalesced SIGCHLDs lose nothing (as containerd's sys/reaper loops to ECHILD).
 //
 // Setup, in main(), before any thread exists:
 //   SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});

@@ -1,4 +1,4 @@
-// What containerd writes on the stdin of `start` (protocol-facts 3.4, 3.7):
+// What containerd writes on the stdin of `start` (core/runtime/v2/binary.go, api/runtime/bootstrap/v1/bootstrap.proto):
 //   1.6 - 2.2: nothing, or a proto google.protobuf.Any holding the runtime options;
 //   2.3+:      a proto containerd.runtime.bootstrap.v1.BootstrapParams with the options
 //              as an Extension (the legacy Any only for *shim-runc-v1 / *shim-runhcs-v1).

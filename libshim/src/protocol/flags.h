@@ -4,7 +4,7 @@
 //   bool flags: -debug or -debug=true|false (a bool never consumes the next word)
 //   parsing stops at the first non-flag word (the action, e.g. "start") or after "--";
 //   a lone "-" is a non-flag word; a repeated flag keeps the last value.
-// Exact argv per containerd version: protocol-facts section 3.2.
+// Exact argv per containerd version: runtime/v2/binary.go (1.6/1.7), core/runtime/v2/binary.go (2.x).
 #pragma once
 
 #include <span>

@@ -1,4 +1,4 @@
-// The environment containerd gives the shim binary (protocol-facts 3.3), read through an
+// The environment containerd gives the shim binary (runtime/v2/binary.go, core/runtime/v2/binary.go), read through an
 // injected lookup so tests never touch the process environment.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The `start` action: find or create the shim server for this task's group and print
-// its address in the form the calling containerd reads (protocol-facts 3.4-3.7, 5).
+// its address in the form the calling containerd reads (runtime/v2/shim.go, core/runtime/v2/shim.go).
 //
 // stdout carries only the answer and stderr nothing on success: containerd reads the
 // combined output and waits for EOF on it, so the daemon gets /dev/null for 0-2.

@@ -1,5 +1,5 @@
 // What `start` prints on stdout, and how each containerd release reads it
-// (protocol-facts 3.5, 3.6, 13.2).
+// (runtime/v2/shim.go in 1.6/1.7, core/runtime/v2/shim.go in 2.x).
 //
 // Why the plain address is the default for containerd 1.6 - 2.2: it is the only answer
 // every release accepts. 1.6 dials the output verbatim (JSON would become an abstract
@@ -50,27 +50,5 @@ StartAnswerFormat choose_start_answer_format(
 // containerd's TrimSpace of the output does not alter them.
 Status format_start_answer(StartAnswerFormat format, std::string_view address, int version,
                            std::string_view protocol, std::string* bytes);
-
-// Which containerd parses the answer; 2.0 - 2.2 share one parser.
-enum class ContainerdRelease { k1_6, k1_7, k2_0, k2_3 };
-
-struct StartAnswer {
-  int version = 0;   // as the reader ends up with it (1.7 leaves 0 for a plain address)
-  std::string address;
-  std::string protocol;
-  bool decoded_as_proto = false;  // 2.3 only: the bytes parsed as BootstrapResult
-};
-
-// Mirrors containerd's reading of `start` output (after its TrimSpace):
-//   1.6: the whole output is the address;
-//   1.7: JSON {version,address,protocol} if it decodes with version >= 2, else plain;
-//        version > 2 -> Unimplemented "unsupported shim version (N): not implemented";
-//   2.0-2.2: same with versions up to 3, plain means version 2;
-//   2.3: proto BootstrapResult if the bytes decode as one, else as 2.0.
-// Go's encoding/json rules are followed: keys match case-insensitively, unknown keys are
-// ignored, a mistyped field fails the decode but the other fields are still set (1.7
-// then keeps that version).
-Status parse_start_answer(std::string_view output, ContainerdRelease reader,
-                          StartAnswer* answer);
 
 }  // namespace shim

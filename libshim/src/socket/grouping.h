@@ -1,4 +1,4 @@
-// Shim grouping (protocol-facts 5.2): containers whose OCI spec names the same group
+// Shim grouping (containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go): containers whose OCI spec names the same group
 // share one shim process and socket. CRI labels every container of a pod with its
 // sandbox id, so one shim serves the whole pod.
 #pragma once

@@ -1,5 +1,7 @@
 #include "socket/socket_address.h"
 
+#include "shim/gocompat.h"
+
 #include <fmt/format.h>
 
 #include "socket/sha256.h"
@@ -32,45 +34,6 @@ Status hashed_path(std::string_view grpc_address, std::string_view ns,
 
 }  // namespace
 
-std::string clean_path(std::string_view path) {
-  if (path.empty()) return ".";
-  const bool rooted = path[0] == '/';
-  const std::size_t n = path.size();
-  std::string out;
-  out.reserve(n);
-  std::size_t r = 0;
-  std::size_t dotdot = 0;  // out[:dotdot] cannot be backtracked over by ".."
-  if (rooted) {
-    out.push_back('/');
-    r = 1;
-    dotdot = 1;
-  }
-  auto element_ends = [&](std::size_t i) { return i == n || path[i] == '/'; };
-  while (r < n) {
-    if (path[r] == '/') {
-      ++r;
-    } else if (path[r] == '.' && element_ends(r + 1)) {
-      ++r;
-    } else if (path[r] == '.' && r + 1 < n && path[r + 1] == '.' && element_ends(r + 2)) {
-      r += 2;
-      if (out.size() > dotdot) {
-        std::size_t w = out.size() - 1;
-        while (w > dotdot && out[w] != '/') --w;
-        out.resize(w);
-      } else if (!rooted) {
-        if (!out.empty()) out.push_back('/');
-        out += "..";
-        dotdot = out.size();
-      }
-    } else {
-      if ((rooted && out.size() != 1) || (!rooted && !out.empty())) out.push_back('/');
-      for (; r < n && path[r] != '/'; ++r) out.push_back(path[r]);
-    }
-  }
-  if (out.empty()) return ".";
-  return out;
-}
-
 std::string join_path(const std::vector<std::string_view>& elements) {
   std::size_t first = 0;
   while (first < elements.size() && elements[first].empty()) ++first;
@@ -80,7 +43,7 @@ std::string join_path(const std::vector<std::string_view>& elements) {
     if (i > first) joined.push_back('/');
     joined.append(elements[i]);
   }
-  return clean_path(joined);
+  return go_clean_path(joined);
 }
 
 Status socket_address(std::string_view grpc_address, std::string_view ns,

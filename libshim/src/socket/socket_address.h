@@ -1,5 +1,5 @@
-// The shim's socket address, computed exactly as the Go runc shim does (protocol-facts
-// 5.1) so that shims of one group, whichever language, meet on the same socket:
+// The shim's socket address, computed exactly as the Go runc shim does (pkg/shim/util.go
+// SocketAddress) so that shims of one group, whichever language, meet on the same socket:
 //   unix://<socket_dir>/<hex sha256 of path.Join(grpc_address, namespace, group_id)>
 #pragma once
 
@@ -21,10 +21,6 @@ inline constexpr std::string_view kDefaultSocketDir = "/run/containerd/s";
 // digits fits in 107; the Go shim's -socket check uses 106, kGoSocketFlagLimit.
 inline constexpr std::size_t kMaxSocketPathLength = 107;
 inline constexpr std::size_t kGoSocketFlagLimit = 106;
-
-// Go's path.Clean: collapses "//", removes "." and resolves ".." lexically, drops the
-// trailing slash; "" becomes ".".
-std::string clean_path(std::string_view path);
 
 // Go's filepath.Join on Unix: joins the non-empty elements with "/" and cleans the
 // result; all elements empty gives "".

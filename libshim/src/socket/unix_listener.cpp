@@ -38,7 +38,7 @@ bool server_answers(const sockaddr_un& addr, socklen_t len) {
 }
 
 Status errno_status(std::string_view op, const std::string& path) {
-  return Status(Code::kUnknown, fmt::format("{} {}: {}", op, path, std::strerror(errno)));
+  return errno_error(fmt::format("{} {}", op, path), errno);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // BinaryLogger: the logging program behind a `binary://` or `binary-v2://` stdout URI
-// (protocol-facts 8.3). The container's stdout and stderr go straight into two pipes whose
+// (pkg/process/io.go NewBinaryIO). The container's stdout and stderr go straight into two pipes whose
 // read ends the logger holds; the shim copies nothing.
 //
 //   create()  (any thread, e.g. the loop): makes the stdout, stderr and readiness pipes.

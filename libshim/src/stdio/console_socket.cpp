@@ -1,5 +1,7 @@
 #include "shim/stdio/console_socket.h"
 
+#include "shim/fs.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -26,17 +28,7 @@ constexpr std::size_t kMaxFds = 8;
 // runc sends the pty name as the payload; Go reads up to 4 KiB.
 constexpr std::size_t kMaxPayload = 4096;
 
-std::string default_base_dir() {
-  for (const char* variable : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
-    const char* value = std::getenv(variable);
-    if (value != nullptr && *value != '\0') return value;
-  }
-  return "/tmp";
-}
-
-Status errno_error(const std::string& what) {
-  return unknown(fmt::format("{}: {}", what, std::strerror(errno)));
-}
+Status errno_error(const std::string& what) { return shim::errno_error(what, errno); }
 
 class ScopedFd {
  public:
@@ -92,7 +84,7 @@ std::vector<int> received_fds(msghdr* msg) {
 }  // namespace
 
 Status ConsoleSocket::create(std::unique_ptr<ConsoleSocket>* socket, const std::string& base_dir) {
-  std::string base = base_dir.empty() ? default_base_dir() : base_dir;
+  std::string base = base_dir.empty() ? runtime_temp_dir() : base_dir;
   std::string pattern = base + "/ptyXXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     return errno_error(fmt::format("create console socket dir in {}", base));

@@ -1,5 +1,7 @@
 #include "stdio/stdio_fd.h"
 
+#include "shim/fs.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,9 +13,7 @@
 
 namespace shim::stdio {
 
-shim::Status errno_status(const std::string& what) {
-  return shim::unknown(fmt::format("{}: {}", what, std::strerror(errno)));
-}
+shim::Status errno_status(const std::string& what) { return shim::errno_error(what, errno); }
 
 shim::Status make_pipe(Pipe* pipe) {
   int fds[2];

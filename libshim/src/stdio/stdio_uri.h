@@ -1,4 +1,4 @@
-// How the Go shim reads the stdio strings of Create/Exec (protocol-facts 8.3): the scheme
+// How the Go shim reads the stdio strings of Create/Exec (pkg/process/io.go in 1.6, cmd/containerd-shim-runc-v2/process/io.go in 2.x): the scheme
 // comes from stdout only (Go's url.Parse), empty meaning "fifo".
 #pragma once
 

@@ -1,4 +1,4 @@
-// TerminalIO: the stdio of a process with a terminal (protocol-facts 8.4), the terminal
+// TerminalIO: the stdio of a process with a terminal (containerd runtime/v2/runc/platform.go), the terminal
 // half of ProcessIO.
 //
 // There are no pipes: the runtime gets `--console-socket <console_socket_path()>`, makes

@@ -1,5 +1,7 @@
 #include "ttrpc/unix_socket.h"
 
+#include "shim/fs.h"
+
 #include <cerrno>
 #include <cstring>
 
@@ -15,10 +17,11 @@ namespace shim::ttrpc {
 
 namespace {
 
+// A socket that cannot be made is the peer being unavailable, unless we may not.
 Status errno_status(std::string_view what, std::string_view path) {
   int error = errno;
-  return Status(error == EACCES || error == EPERM ? Code::kPermissionDenied : Code::kUnavailable,
-                fmt::format("{} {}: {}", what, path, std::strerror(error)));
+  return errno_error(fmt::format("{} {}", what, path), error, ErrorStyle::kC,
+                     error == EACCES || error == EPERM ? Code::kPermissionDenied : Code::kUnavailable);
 }
 
 }  // namespace

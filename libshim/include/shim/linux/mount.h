@@ -1,6 +1,6 @@
 // Mounting a task's rootfs (CreateTaskRequest.rootfs) into <bundle>/rootfs and taking it
-// down again, with containerd's mount semantics (protocol-facts 8.6,
-// mount/mount_linux.go): options parsed by parse_mount_options(); a separate mount(2)
+// down again, with containerd's mount semantics (mount/mount_linux.go in 1.6,
+// core/mount/mount_linux.go in 2.x): options parsed by parse_mount_options(); a separate mount(2)
 // call for propagation; bind + ro remounted read-only (a bind ignores MS_RDONLY); overlay
 // lowerdir lists near a page long shortened by mounting from their common parent; data
 // longer than a page refused; "loop" over a loop device. fuse.*/fuse3.* types (mount

@@ -1,5 +1,5 @@
 // ProcessIO: the stdio of one container process (init or exec), as containerd's Go runc
-// shim sets it up (protocol-facts 8.3).
+// shim sets it up (pkg/process/io.go, cmd/containerd-shim-runc-v2/process/io.go).
 //
 // Life cycle, as the task service drives it:
 //   1. create(): parses the stdio strings (scheme from stdout), makes the OS pipes runc
