@@ -1,3 +1,7 @@
+// Boost 1.81's header-only mode of Boost.Process v2 leaves impl/environment.ipp out of
+// environment.hpp, so its sources are compiled here, in the one file that uses it.
+#define BOOST_PROCESS_V2_SEPARATE_COMPILATION 1
+
 #include "support/subprocess.h"
 
 #include <fcntl.h>
@@ -12,6 +16,18 @@
 #include <thread>
 #include <utility>
 
+#include <type_traits>
+
+#include <boost/asio/io_context.hpp>
+// Boost 1.81: Boost.Process v2 with std::filesystem still names boost::optional and
+// Boost.TypeTraits without including them (the Boost.Filesystem path brings them in).
+#include <boost/optional.hpp>
+#include <boost/type_traits.hpp>
+#include <boost/process/v2/environment.hpp>
+#include <boost/process/v2/process.hpp>
+#include <boost/process/v2/start_dir.hpp>
+#include <boost/process/v2/stdio.hpp>
+#include <boost/process/v2/src.hpp>
 #include <fmt/format.h>
 
 #include "shim/unique_fd.h"
@@ -22,6 +38,7 @@ namespace shim::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+namespace bp = boost::process::v2;
 
 using Fd = shim::UniqueFd;
 
@@ -87,61 +104,39 @@ struct SpawnPlan {
   int in = -1, out = -1, err = -1;
 };
 
-// In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(const std::string& path, char* const* argv, char* const* envp,
-                             const SpawnPlan& plan, int error_fd) {
-  ::setpgid(0, 0);
-  // Signal state survives exec: undo whatever the test process blocked or ignored.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  const int targets[3] = {plan.in, plan.out, plan.err};
-  for (int target = 0; target < 3; ++target) {
-    int fd = targets[target];
-    if (fd == target) {
-      ::fcntl(fd, F_SETFD, 0);
-    } else if (::dup2(fd, target) < 0) {
-      goto fail;
-    }
+// Run in the child between fork and exec (Boost.Process calls it there): own process
+// group, so a timeout can kill the whole tree; signal state reset, since masks and
+// ignored signals survive exec. Async-signal-safe calls only.
+struct OwnProcessGroup {
+  template <class Launcher>
+  boost::system::error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*) {
+    ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction dfl = {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    return {};
   }
-  // Fds leaked without O_CLOEXEC elsewhere in the test process must not reach the child.
-  if (error_fd > 3) ::close_range(3, error_fd - 1, 0);
-  ::close_range(error_fd + 1, ~0u, 0);
-  if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) goto fail;
-  ::execve(path.c_str(), argv, envp);
-fail:
-  int e = errno;
-  [[maybe_unused]] auto n = ::write(error_fd, &e, sizeof e);
-  ::_exit(127);
-}
+};
 
+// Starts the plan's process and leaves it running; the caller reaps it by pid (tests
+// that reap children themselves must not race an asynchronous waiter). Boost.Process's
+// launcher closes every other fd in the child and reports a failed exec.
 pid_t spawn(const SpawnPlan& plan) {
   if (plan.argv.empty()) throw std::runtime_error("spawn: empty argv");
   std::string path = resolve_executable(plan.argv[0], plan.env);
-  std::vector<char*> argv, envp;
-  for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : plan.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  auto [error_read, error_write] = make_pipe();
-  pid_t pid = ::fork();
-  if (pid < 0) throw sys_error("fork");
-  if (pid == 0) exec_child(path, argv.data(), envp.data(), plan, error_write.get());
-  error_write.reset();
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(error_read.get(), &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    int status;
-    ::waitpid(pid, &status, 0);
-    throw std::runtime_error(fmt::format("exec {}: {}", path, std::strerror(child_errno)));
-  }
+  std::vector<std::string> args(plan.argv.begin() + 1, plan.argv.end());
+  boost::asio::io_context context;
+  boost::system::error_code error;
+  bp::process process(context.get_executor(), bp::filesystem::path(path), args, error,
+                      bp::process_stdio{plan.in, plan.out, plan.err}, bp::process_environment(plan.env),
+                      bp::process_start_dir(plan.cwd.empty() ? bp::filesystem::current_path() : bp::filesystem::path(plan.cwd)),
+                      OwnProcessGroup{});
+  if (error) throw std::runtime_error(fmt::format("exec {}: {}", path, error.message()));
+  pid_t pid = process.id();
+  process.detach();
   return pid;
 }
 
