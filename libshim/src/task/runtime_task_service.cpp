@@ -163,9 +163,11 @@ void RuntimeTaskService::kill(const CallInfo&, task::KillRequest request, Reply<
         if (status.code() == Code::kUnimplemented && find(id, &c).ok()) {
           // The runtime leaves signalling to us: the init through its pidfd; `all` only
           // when the init's pid namespace takes the rest with it.
+          // No handle: its pidfd could not be opened, the process was already gone.
           status = all && !c->private_pid_namespace
                        ? failed_precondition("killing all processes needs the runtime's support")
-                       : c->init.handle.signal(signal);
+                   : c->init.handle.valid() ? c->init.handle.signal(signal)
+                                            : not_found("process already finished");
           if (!status.ok() && status.code() == Code::kNotFound) status = not_found("process already finished");
         }
         if (!status.ok()) return reply.fail(status);
