@@ -131,7 +131,8 @@ class Runtime {
 
   // Checks `config` (runtime options, bundle files) and makes the container's Instance;
   // no process runs yet. An error reaches containerd as it is. `config` outlives the
-  // Instance.
+  // Instance; `config.rootfs` is mounted only after open() returned. Creates of
+  // different containers may call open() at the same time.
   virtual Status open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) = 0;
 };
 
