@@ -47,16 +47,6 @@ ContainerConfig container_config(const task::CreateTaskRequest& request) {
   return config;
 }
 
-ProcessStdio process_stdio(const ProcessIO& io) {
-  ProcessStdio stdio;
-  stdio.console_socket = io.console_socket_path();
-  if (stdio.terminal()) return stdio;  // the process gets the pty, the runtime nothing
-  stdio.stdin = io.runtime_stdin();
-  stdio.stdout = io.runtime_stdout();
-  stdio.stderr = io.runtime_stderr();
-  return stdio;
-}
-
 // No cgroup is not fatal (Go logs it): Stats then answers NotFound, no OOM events.
 std::optional<CgroupPaths> init_cgroup(std::uint32_t pid) {
   CgroupFs fs;
@@ -91,12 +81,22 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(const task::
   result.status = make_process_io(context_, *holder->instance, stdio, request.id(), &result.io);
   // A binary:// logger is ready before the runtime runs (for a restore too, as in Go).
   if (result.status.ok()) result.status = result.io->logger_starter()();
-  if (result.status.ok()) result.status = holder->instance->create(process_stdio(*result.io), &result.pid);
+  if (result.status.ok()) result.status = holder->instance->create(runtime_stdio(*result.io), &result.pid);
   bool restoring = !config.checkpoint.empty();  // nothing ran: no console yet
   if (result.status.ok() && !restoring) result.status = result.io->console_receiver()();
   if (result.status.ok() && result.pid != 0) result.cgroup = init_cgroup(result.pid);
   if (!result.status.ok() && mounted) unmount_all(config.rootfs);
   return result;
+}
+
+ProcessStdio runtime_stdio(const ProcessIO& io) {
+  ProcessStdio stdio;
+  stdio.console_socket = io.console_socket_path();
+  if (stdio.terminal()) return stdio;  // the process gets the pty, the runtime nothing
+  stdio.stdin = io.runtime_stdin();
+  stdio.stdout = io.runtime_stdout();
+  stdio.stderr = io.runtime_stderr();
+  return stdio;
 }
 
 Status make_process_io(ServiceContext& context, const Instance& instance, const StdioSpec& stdio,

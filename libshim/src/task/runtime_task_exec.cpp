@@ -50,16 +50,6 @@ struct ExecResult {
   std::unique_ptr<ProcessIO> io;
 };
 
-ProcessStdio exec_stdio(const ProcessIO& io) {
-  ProcessStdio stdio;
-  stdio.console_socket = io.console_socket_path();
-  if (stdio.terminal()) return stdio;
-  stdio.stdin = io.runtime_stdin();
-  stdio.stdout = io.runtime_stdout();
-  stdio.stderr = io.runtime_stderr();
-  return stdio;
-}
-
 }  // namespace
 
 // ---- Exec -----------------------------------------------------------------------------
@@ -93,7 +83,7 @@ void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& proce
     if (!result.status.ok()) return result;
     result.status = result.io->logger_starter()();  // a binary:// logger is ready first
     if (result.status.ok()) {
-      result.status = holder->instance->exec(ExecConfig{exec_id, spec, exec_stdio(*result.io)}, &result.pid);
+      result.status = holder->instance->exec(ExecConfig{exec_id, spec, runtime_stdio(*result.io)}, &result.pid);
     }
     if (result.status.ok()) result.status = result.io->console_receiver()();
     return result;

@@ -74,6 +74,9 @@ struct TaskContainer {
 // config.json) counts as private: nothing extra is killed.
 bool has_private_pid_namespace(const boost::json::object& spec);
 
+// What the runtime gets of `io`: its ends of the pipes, or the console socket.
+ProcessStdio runtime_stdio(const ProcessIO& io);
+
 // The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
 Status make_process_io(ServiceContext& context, const Instance& instance, const StdioSpec& stdio,
                        const std::string& process_id, std::unique_ptr<ProcessIO>* io);
