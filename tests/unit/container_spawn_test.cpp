@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "process/posix_spawner.h"
 #include "support/busybox_rootfs.h"
@@ -183,6 +186,16 @@ TEST_CASE("a child joins another process's pid and mount namespaces", "[spawner]
   init_out.close_write();
   char line[3] = {};
   REQUIRE(::read(init_out.fds[0], line, 3) == 3);
+  // "up" comes before the exec: wait until the init is sleep (seen from the host).
+  const std::string sleeping("sleep\0" "100", 9);
+  bool exec_done = false;
+  for (int i = 0; i < 200 && !exec_done; ++i) {
+    std::ifstream cmdline(fmt::format("/proc/{}/cmdline", init.pid), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    exec_done = text.find(sleeping) != std::string::npos;
+    if (!exec_done) ::usleep(10000);
+  }
+  REQUIRE(exec_done);
 
   Pipe out;
   SpawnRequest exec = container_shell("echo $$; cat /proc/1/cmdline", out.fds[1]);
@@ -195,7 +208,7 @@ TEST_CASE("a child joins another process's pid and mount namespaces", "[spawner]
   out.close_write();
   std::string text = out.read_all();
   CHECK(text.substr(0, text.find('\n')) != std::to_string(joined.pid));  // a pid of that namespace
-  CHECK(text.find(std::string("sleep\0" "100", 9)) != std::string::npos);
+  CHECK(text.find(sleeping) != std::string::npos);
   wait_for(joined.pid);
   ::kill(init.pid, SIGKILL);
   wait_for(init.pid);
