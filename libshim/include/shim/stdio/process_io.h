@@ -175,9 +175,8 @@ class ProcessIO {
   // even if a child still holds the terminal. No-op without a terminal.
   void process_exited();
 
-  class Impl;
-
  private:
+  class Impl;
   explicit ProcessIO(std::shared_ptr<Impl> impl);
 
   std::shared_ptr<Impl> impl_;
