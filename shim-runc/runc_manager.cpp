@@ -74,7 +74,7 @@ shim::Status RuncManager::cleanup(const shim::StopContext& context, std::int64_t
   bool present = false;
   if (auto s = read_options(bundle, &options, &present); !s.ok()) return s;
 
-  RuncCommandLine command_line(RuncConfig{binary, runc_root(options), context.namespace_, bundle, false});
+  RuncCommandLine command_line(RuncConfig{binary, runc_root(options), context.ns, bundle, false});
   shim::SystemClock clock;
   shim::Logger logger(std::make_shared<shim::FdLogSink>(STDERR_FILENO), clock);
   if (!runc_has_no_state(command_line, context.id)) force_delete(command_line.config(), context.id, logger);

@@ -117,7 +117,7 @@ shim::Status RuncRuntime::open(const shim::ContainerConfig& config, std::unique_
   const RuncOptions& options = decoded.options;
   if (shim::Status s = write_options(config.bundle, options); !s.ok()) return s;
   if (shim::Status s = write_runtime(config.bundle, options.binary_name()); !s.ok()) return s;
-  RuncConfig runc{options.binary_name(), runc_root(options), context_.identity.namespace_, config.bundle,
+  RuncConfig runc{options.binary_name(), runc_root(options), context_.identity.ns, config.bundle,
                   options.systemd_cgroup()};
   runc.criu = options.criu_path();
   *instance = std::make_unique<RuncInstance>(config, options,

@@ -22,7 +22,7 @@ std::string RuncCommandLine::binary() const {
 
 std::string RuncCommandLine::state_root() const {
   std::string_view root = config_.root.empty() ? kDefaultRuncRoot : config_.root;
-  return shim::go_join_path(root, config_.namespace_);
+  return shim::go_join_path(root, config_.ns);
 }
 
 std::string RuncCommandLine::log_path() const { return shim::go_join_path(config_.bundle, "log.json"); }

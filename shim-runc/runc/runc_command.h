@@ -17,7 +17,7 @@ inline constexpr std::string_view kDefaultRuncRoot = "/run/containerd/runc";
 struct RuncConfig {
   std::string binary;      // Options.binary_name; empty: "runc" (looked up on PATH)
   std::string root;        // Options.root; empty: kDefaultRuncRoot
-  std::string namespace_;  // containerd namespace: the state dir is <root>/<namespace>
+  std::string ns;  // containerd namespace: the state dir is <root>/<namespace>
   std::string bundle;      // runc logs to <bundle>/log.json
   bool systemd_cgroup = false;
   // Options.criu_path: the 1.6 Go shim passes it as the global --criu (1.7 ignores the

@@ -127,7 +127,7 @@ struct Harness {
     s.reaper = &loop.reaper;
     s.spawner = &spawner;
     s.process_id = "c1";
-    s.namespace_ = "ns1";
+    s.ns = "ns1";
     s.ready_timeout = ready_timeout;
     s.stop_grace = stop_grace;
     return s;

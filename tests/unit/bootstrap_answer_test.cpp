@@ -29,7 +29,7 @@ shim::ShimEnv env_1_6() {
 shim::ShimEnv env_1_7_plus() {
   shim::ShimEnv env = env_1_6();
   env.grpc_address = "/run/containerd/containerd.sock";
-  env.namespace_ = "default";
+  env.ns = "default";
   env.max_shim_version = 2;
   return env;
 }

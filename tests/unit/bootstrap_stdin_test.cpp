@@ -133,7 +133,7 @@ TEST_CASE("bootstrap: BootstrapParams from containerd 2.3", "[bootstrap]") {
   shim::StartInput input = shim::classify_start_stdin(bytes, {kRuncOptionsType});
   REQUIRE(input.kind == StartInputKind::kBootstrapParams);
   CHECK(input.instance_id == "t1");
-  CHECK(input.namespace_ == "default");
+  CHECK(input.ns == "default");
   CHECK(input.log_level == bootstrap_v1::LOG_LEVEL_DEBUG);
   CHECK(input.debug_requested());
   CHECK(input.containerd_version == "2.3.0");

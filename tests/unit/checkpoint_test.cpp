@@ -32,7 +32,7 @@ using Argv = std::vector<std::string>;
 const std::string kBundle = "/run/containerd/io.containerd.runtime.v2.task/default/t1";
 
 RuncCommandLine default_runc() {
-  return RuncCommandLine(RuncConfig{.namespace_ = "default", .bundle = kBundle});
+  return RuncCommandLine(RuncConfig{.ns = "default", .bundle = kBundle});
 }
 
 Argv with_globals(const Argv& command) {
@@ -136,7 +136,7 @@ TEST_CASE("restore arguments fixed at Create and the restore command line", "[ch
 }
 
 TEST_CASE("Options.criu_path is the global --criu flag, as in the 1.6 Go shim", "[checkpoint]") {
-  RuncCommandLine runc(RuncConfig{.namespace_ = "default", .bundle = kBundle, .systemd_cgroup = true,
+  RuncCommandLine runc(RuncConfig{.ns = "default", .bundle = kBundle, .systemd_cgroup = true,
                                   .criu = "/opt/criu/criu"});
   CHECK(runc.checkpoint("t1", {.image_path = "/img"}) ==
         Argv{"runc", "--root", "/run/containerd/runc/default", "--log", kBundle + "/log.json",
@@ -224,7 +224,7 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
     shim::PosixSpawner spawner;
     shim::WorkPool pool(1);
     runc_shim::RuncClient runc(loop.reaper, spawner,
-                               RuncConfig{.binary = fake, .root = "/run/r", .namespace_ = "ns", .bundle = bundle});
+                               RuncConfig{.binary = fake, .root = "/run/r", .ns = "ns", .bundle = bundle});
     const std::string default_work = bundle + "/work/criu-work";
 
     shim::go_write_file(dir.sub("mode"), "ok", 0644);

@@ -212,7 +212,7 @@ struct Fixture {
   explicit Fixture(bool with_scheme = false) {
     EventForwarderOptions options;
     options.ttrpc_address = with_scheme ? "unix://" + socket : socket;
-    options.namespace_ = kNamespace;
+    options.ns = kNamespace;
     options.call_timeout = 2s;
     options.min_backoff = 5ms;
     options.max_backoff = 40ms;
@@ -415,7 +415,7 @@ TEST_CASE("forwarder: a full queue drops new events and logs them", "[forwarder]
   IoThread io;
   EventForwarderOptions options;
   options.ttrpc_address = dir.sub("none.sock");
-  options.namespace_ = kNamespace;
+  options.ns = kNamespace;
   options.max_queued = 4;
   EventForwarder forwarder(io.executor(), options, clock, logger);
   for (std::uint32_t n = 0; n < 6; ++n) forwarder.publish("/tasks/exit", exit_event(n));

@@ -35,7 +35,7 @@ TEST_CASE("flags: containerd 1.6 start and delete argv", "[flags]") {
   shim::ShimFlags start = parse_ok({"-namespace", "default", "-address", kGrpc,
                                     "-publish-binary", kContainerd, "-id", "t1", "-debug",
                                     "start"});
-  CHECK(start.namespace_ == "default");
+  CHECK(start.ns == "default");
   CHECK(start.address == kGrpc);
   CHECK(start.publish_binary == kContainerd);
   CHECK(start.id == "t1");
@@ -56,7 +56,7 @@ TEST_CASE("flags: containerd 1.7 / 2.0 delete with -debug, 2.3 with -bundle", "[
   shim::ShimFlags del = parse_ok({"-namespace", "k8s.io", "-address", kGrpc,
                                   "-publish-binary", kContainerd, "-id", "abc", "-bundle",
                                   kBundle, "-debug", "delete"});
-  CHECK(del.namespace_ == "k8s.io");
+  CHECK(del.ns == "k8s.io");
   CHECK(del.debug);
   CHECK(del.bundle == kBundle);
   CHECK(del.action == "delete");
@@ -77,7 +77,7 @@ TEST_CASE("flags: the daemon form, -info, -v and -version", "[flags]") {
   shim::ShimFlags info = parse_ok({"-info"});
   CHECK(info.info);
   CHECK(info.action.empty());
-  CHECK(info.namespace_.empty());
+  CHECK(info.ns.empty());
 
   CHECK(parse_ok({"-v"}).version);
   CHECK(parse_ok({"-version"}).version);
@@ -151,7 +151,7 @@ TEST_CASE("flags: argc/argv skips the program name", "[flags]") {
                         "t1", "start"};
   shim::ShimFlags flags;
   REQUIRE(shim::parse_flags(6, argv, &flags).ok());
-  CHECK(flags.namespace_ == "default");
+  CHECK(flags.ns == "default");
   CHECK(flags.action == "start");
 
   shim::ShimFlags again;
@@ -182,7 +182,7 @@ TEST_CASE("env: containerd 1.6 versus 1.7+ environments", "[flags]") {
        {"NAMESPACE", "k8s.io"}, {"SCHED_CORE", "1"}}));
   CHECK(new_env.max_shim_version == 2);
   CHECK(new_env.grpc_address == "/x");
-  CHECK(new_env.namespace_ == "k8s.io");
+  CHECK(new_env.ns == "k8s.io");
   CHECK(new_env.sched_core);
   CHECK(new_env.from_containerd_1_7_or_later());
 

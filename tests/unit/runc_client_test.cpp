@@ -93,7 +93,7 @@ TEST_CASE("RuncClient runs the real runc through the reaper", "[runc]") {
     shim::PosixSpawner spawner;
     shim::WorkPool pool(2);
     shim::test::TempDir bundle("runc-cli-");
-    RuncClient runc(loop.reaper, spawner, RuncConfig{.namespace_ = "default", .bundle = bundle.path()});
+    RuncClient runc(loop.reaper, spawner, RuncConfig{.ns = "default", .bundle = bundle.path()});
 
     runc_shim::RuncVersion version;
     shim::Status status = on_pool(pool, [&] { return runc.version(&version); });
@@ -143,7 +143,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     shim::PosixSpawner spawner;
     shim::WorkPool pool(2);
     auto set_mode = [&](const std::string& mode) { shim::go_write_file(dir.sub("mode"), mode, 0644); };
-    RuncConfig config{.binary = fake, .root = "/run/r", .namespace_ = "ns", .bundle = dir.sub("b1")};
+    RuncConfig config{.binary = fake, .root = "/run/r", .ns = "ns", .bundle = dir.sub("b1")};
     RuncClient runc(loop.reaper, spawner, config);
     const std::string failed = fake + " did not terminate successfully: ";
 
@@ -233,7 +233,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
                  "state: " + status.to_string());
 
     RuncClient missing(loop.reaper, spawner,
-                       RuncConfig{.binary = "no-such-runtime-xyz", .namespace_ = "ns", .bundle = dir.sub("b3")});
+                       RuncConfig{.binary = "no-such-runtime-xyz", .ns = "ns", .bundle = dir.sub("b3")});
     status = on_pool(pool, [&] { return missing.create("t1", {}, runc_shim::Stdio{}); });
     report.check(status.message() ==
                      "OCI runtime create failed: unable to retrieve OCI runtime error (open " +

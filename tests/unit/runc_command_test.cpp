@@ -19,7 +19,7 @@ using Argv = std::vector<std::string>;
 const std::string kBundle = "/run/containerd/io.containerd.runtime.v2.task/default/t1";
 
 RuncCommandLine default_runc() {
-  return RuncCommandLine(RuncConfig{.namespace_ = "default", .bundle = kBundle});
+  return RuncCommandLine(RuncConfig{.ns = "default", .bundle = kBundle});
 }
 
 // The global flags go-runc puts in front of every command for the Go shim.
@@ -41,7 +41,7 @@ TEST_CASE("runc global flags: root per namespace, log.json, json format", "[runc
 
   RuncCommandLine custom(RuncConfig{.binary = "/usr/local/bin/crun",
                                     .root = "/tmp/state/",
-                                    .namespace_ = "k8s.io",
+                                    .ns = "k8s.io",
                                     .bundle = "/b//x/",
                                     .systemd_cgroup = true});
   CHECK(custom.prefix() == Argv{"/usr/local/bin/crun", "--root", "/tmp/state/k8s.io", "--log",
@@ -121,7 +121,7 @@ TEST_CASE("runc checkpoint and restore command lines", "[runc]") {
 TEST_CASE("runc pid files are absolute, paths cleaned like Go's filepath", "[runc]") {
   char cwd[4096];
   REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
-  RuncCommandLine relative(RuncConfig{.namespace_ = "ns", .bundle = "./bundles/../b1"});
+  RuncCommandLine relative(RuncConfig{.ns = "ns", .bundle = "./bundles/../b1"});
   CHECK(relative.log_path() == "b1/log.json");
   CHECK(relative.init_pid_file() == shim::go_join_path(cwd, "b1/init.pid"));
   CHECK(relative.exec_pid_file("x") == shim::go_join_path(cwd, "b1/x.pid"));

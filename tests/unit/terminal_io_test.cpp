@@ -370,7 +370,7 @@ TEST_CASE("terminal: a binary:// logger gets the console output on its stdout pi
     options.binary_logger.reaper = &loop.reaper;
     options.binary_logger.spawner = &spawner;
     options.binary_logger.process_id = "c1";
-    options.binary_logger.namespace_ = "ns1";
+    options.binary_logger.ns = "ns1";
     std::unique_ptr<ProcessIO> pio;
     StdioSpec spec{"", "binary://" + logger, "", true};
     shim::Status created = ProcessIO::create(loop.io.get_executor(), spec, 0, 0, test_logger(), &pio, options);

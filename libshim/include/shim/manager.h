@@ -31,7 +31,7 @@ namespace shim {
 // What the `start` action knows, whichever containerd version called it.
 struct StartContext {
   std::string id;             // task id being started
-  std::string namespace_;
+  std::string ns;
   std::string bundle;         // cwd of `start`
   std::string grpc_address;
   std::string ttrpc_address;
@@ -70,7 +70,7 @@ struct ServerOptions {
 
 struct StopContext {
   std::string id;
-  std::string namespace_;
+  std::string ns;
   std::string bundle;  // -bundle, else the cwd
   std::string grpc_address;
   bool debug = false;

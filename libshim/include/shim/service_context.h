@@ -21,7 +21,7 @@ class WorkPool;
 
 // Who this shim is, as containerd told it.
 struct ShimIdentity {
-  std::string namespace_;
+  std::string ns;
   std::string id;              // the task id the daemon was started for (or its group id)
   std::string bundle;          // the daemon's cwd: the first task's bundle
   std::string grpc_address;    // containerd's gRPC socket (-address)

@@ -54,7 +54,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     containerd::services::events::ttrpc::v1::ForwardRequest request;
     auto* envelope = request.mutable_envelope();
     *envelope->mutable_timestamp() = to_timestamp(clock_.now());
-    envelope->set_namespace_(options_.namespace_);
+    envelope->set_namespace_(options_.ns);
     envelope->set_topic(std::string(topic));
     envelope->mutable_event()->set_type_url(event.GetTypeName());
     envelope->mutable_event()->set_value(event.SerializeAsString());
@@ -131,7 +131,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     in_flight_ = true;
     ttrpc::CallOptions call_options;
     call_options.timeout = options_.call_timeout;
-    call_options.metadata.emplace_back(std::string(kNamespaceKey), options_.namespace_);
+    call_options.metadata.emplace_back(std::string(kNamespaceKey), options_.ns);
     client_->call(std::string(kEventsService), "Forward", next->request, std::move(call_options),
                   [self = shared_from_this(), topic = next->topic](Status status, std::string) {
                     self->on_forwarded(topic, status);

@@ -24,7 +24,7 @@ namespace shim {
 
 struct EventForwarderOptions {
   std::string ttrpc_address;  // "/run/containerd/containerd.sock.ttrpc" or unix://...
-  std::string namespace_;     // envelope namespace and containerd-namespace-ttrpc metadata
+  std::string ns;     // envelope namespace and containerd-namespace-ttrpc metadata
   std::chrono::milliseconds call_timeout{5000};
   std::chrono::milliseconds min_backoff{50};
   std::chrono::milliseconds max_backoff{2000};

@@ -135,7 +135,7 @@ StartInput decode_bootstrap_params(std::string_view bytes, const std::vector<Wir
   StartInput input;
   input.kind = StartInputKind::kBootstrapParams;
   input.instance_id = params.instance_id();
-  input.namespace_ = params.namespace_();
+  input.ns = params.namespace_();
   input.log_level = params.log_level();
   input.containerd_version = params.containerd_version();
   input.ttrpc_address = params.containerd_ttrpc_address();

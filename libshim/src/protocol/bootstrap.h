@@ -44,7 +44,7 @@ struct StartInput {
 
   // Set only for kBootstrapParams.
   std::string instance_id;
-  std::string namespace_;
+  std::string ns;
   bootstrap_v1::LogLevel log_level = bootstrap_v1::LOG_LEVEL_INFO;
   std::string containerd_version;
   std::string ttrpc_address;

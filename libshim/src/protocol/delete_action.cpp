@@ -10,11 +10,11 @@ namespace shim::detail {
 int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   StopContext context;
   context.id = flags.id;
-  context.namespace_ = !flags.namespace_.empty() ? flags.namespace_ : env.namespace_;
+  context.ns = !flags.ns.empty() ? flags.ns : env.ns;
   context.bundle = !flags.bundle.empty() ? flags.bundle : current_dir();
   context.grpc_address = !flags.address.empty() ? flags.address : env.grpc_address;
   context.debug = flags.debug;
-  if (context.namespace_.empty()) return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
+  if (context.ns.empty()) return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
 
   task::DeleteResponse response;
   if (Status status = manager.stop(context, &response); !status.ok()) return fail(manager, status);

@@ -26,7 +26,7 @@ constexpr FlagSpec bool_flag(std::string_view name, bool ShimFlags::*field) {
 
 // The union of the flags the Go shims define from 1.6 to 2.3.
 const FlagSpec kFlags[] = {
-    string_flag("namespace", &ShimFlags::namespace_),
+    string_flag("namespace", &ShimFlags::ns),
     string_flag("address", &ShimFlags::address),
     string_flag("publish-binary", &ShimFlags::publish_binary),
     string_flag("id", &ShimFlags::id),

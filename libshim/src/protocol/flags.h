@@ -16,7 +16,7 @@
 namespace shim {
 
 struct ShimFlags {
-  std::string namespace_;       // -namespace
+  std::string ns;       // -namespace
   std::string address;          // -address: containerd's gRPC socket path
   std::string publish_binary;   // -publish-binary: containerd's executable
   std::string id;               // -id

@@ -133,13 +133,13 @@ Logger make_logger(const ShimFlags& flags, const ServerOptions& options, const C
   std::shared_ptr<LogSink> sink = options.log_sink;
   if (sink == nullptr) sink = std::make_shared<FdLogSink>(STDERR_FILENO);
   return Logger(std::move(sink), clock, flags.debug ? LogLevel::kDebug : LogLevel::kInfo,
-                {{"namespace", flags.namespace_}, {"pid", ::getpid()}, {"runtime", manager.name()}});
+                {{"namespace", flags.ns}, {"pid", ::getpid()}, {"runtime", manager.name()}});
 }
 
 }  // namespace
 
 int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
-  if (flags.namespace_.empty()) {
+  if (flags.ns.empty()) {
     return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   }
   const ServerOptions options = manager.server_options();
@@ -161,12 +161,12 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   std::unique_ptr<Reaper> reaper = make_reaper(manager, options, executor, signals, logger, &signalfd_reaper);
   WorkPool pool(options.pool_threads);
   PosixSpawner spawner;
-  EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .namespace_ = flags.namespace_},
+  EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .ns = flags.ns},
                            clock, logger);
   ShutdownSequence shutdown(loop, logger);
 
   ServiceContext context{executor, *reaper, forwarder, clock, spawner, pool, logger, shutdown,
-                         ShimIdentity{flags.namespace_, flags.id, current_dir(), flags.address,
+                         ShimIdentity{flags.ns, flags.id, current_dir(), flags.address,
                                       env.ttrpc_address, flags.debug}};
   std::unique_ptr<TaskService> service = manager.create_task_service(context);
   ttrpc::Router router;

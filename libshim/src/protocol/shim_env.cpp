@@ -26,14 +26,14 @@ EnvLookup process_env() {
 }
 
 bool ShimEnv::from_containerd_1_7_or_later() const {
-  return !grpc_address.empty() || !namespace_.empty() || max_shim_version.has_value();
+  return !grpc_address.empty() || !ns.empty() || max_shim_version.has_value();
 }
 
 ShimEnv read_shim_env(const EnvLookup& lookup) {
   ShimEnv env;
   env.ttrpc_address = lookup("TTRPC_ADDRESS").value_or("");
   env.grpc_address = lookup("GRPC_ADDRESS").value_or("");
-  env.namespace_ = lookup("NAMESPACE").value_or("");
+  env.ns = lookup("NAMESPACE").value_or("");
   env.max_shim_version = parse_int(lookup("MAX_SHIM_VERSION"));
   env.sched_core = !lookup("SCHED_CORE").value_or("").empty();
   return env;

@@ -18,7 +18,7 @@ EnvLookup process_env();
 struct ShimEnv {
   std::string ttrpc_address;  // TTRPC_ADDRESS: containerd's ttrpc socket (events go here)
   std::string grpc_address;   // GRPC_ADDRESS (1.7+), same as -address
-  std::string namespace_;     // NAMESPACE (1.7+), same as -namespace
+  std::string ns;     // NAMESPACE (1.7+), same as -namespace
   // MAX_SHIM_VERSION (1.7+): always 2, even under 2.3, so it tells 1.6 from later
   // releases but nothing more. nullopt when unset or not an integer.
   std::optional<int> max_shim_version;

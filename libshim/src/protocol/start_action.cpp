@@ -27,7 +27,7 @@ StartContext make_context(const ShimFlags& flags, const ShimEnv& env, const Star
   StartContext ctx;
   auto pick = [](const std::string& a, const std::string& b) { return !a.empty() ? a : b; };
   ctx.id = pick(flags.id, input.instance_id);
-  ctx.namespace_ = pick(flags.namespace_, pick(input.namespace_, env.namespace_));
+  ctx.ns = pick(flags.ns, pick(input.ns, env.ns));
   ctx.bundle = pick(flags.bundle, current_dir());
   ctx.grpc_address = pick(flags.address, pick(input.grpc_address, env.grpc_address));
   ctx.ttrpc_address = pick(env.ttrpc_address, input.ttrpc_address);
@@ -63,7 +63,7 @@ std::vector<std::string> daemon_env(const StartContext& ctx) {
 SpawnRequest daemon_request(const StartContext& ctx, const std::string& group, int listen_fd) {
   SpawnRequest request;
   request.path = self_executable();
-  request.argv = {request.path, "-namespace", ctx.namespace_, "-id", group,
+  request.argv = {request.path, "-namespace", ctx.ns, "-id", group,
                   "-address", ctx.grpc_address};
   if (ctx.debug) request.argv.push_back("-debug");
   request.env = daemon_env(ctx);
@@ -145,7 +145,7 @@ int abort_start(Manager& manager, const Status& status, SpawnedProcess& daemon,
 int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   StartInput input = classify_start_stdin(read_stdin(kMaxStartStdinBytes));
   StartContext ctx = make_context(flags, env, input);
-  if (ctx.namespace_.empty()) {
+  if (ctx.ns.empty()) {
     return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   }
   DaemonOptions options = manager.daemon_options(ctx);
@@ -157,7 +157,7 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return fail(manager, s);
   }
   std::string address;
-  if (Status s = socket_address(ctx.grpc_address, ctx.namespace_, group, ctx.socket_dir, &address);
+  if (Status s = socket_address(ctx.grpc_address, ctx.ns, group, ctx.socket_dir, &address);
       !s.ok()) {
     return fail(manager, s);
   }

@@ -61,7 +61,7 @@ BinaryLoggerSettings binary_logger_settings(shim::ServiceContext& context, std::
   settings.reaper = &context.reaper;
   settings.spawner = &context.spawner;
   settings.process_id = std::move(process_id);
-  settings.namespace_ = context.identity.namespace_;
+  settings.ns = context.identity.ns;
   return settings;
 }
 
@@ -148,7 +148,7 @@ shim::Status BinaryLogger::start() {
   request.path = path_;
   request.argv = argv_;
   request.env = std::vector<std::string>{"CONTAINER_ID=" + settings_.process_id,
-                                         "CONTAINER_NAMESPACE=" + settings_.namespace_};
+                                         "CONTAINER_NAMESPACE=" + settings_.ns};
   request.fds = {{3, stdout_reader.get()}, {4, stderr_reader.get()}, {5, ready_writer.get()}};
   shim::ClaimedProcess child;
   shim::Status spawned = settings_.reaper->spawn_claimed(*settings_.spawner, request, &child);

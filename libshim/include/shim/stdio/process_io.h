@@ -62,7 +62,7 @@ struct BinaryLoggerSettings {
   // CONTAINER_ID: the process's id as the Go shim passes it, i.e. the container id for
   // init and the exec id for an exec.
   std::string process_id;
-  std::string namespace_;  // CONTAINER_NAMESPACE
+  std::string ns;  // CONTAINER_NAMESPACE
   std::chrono::milliseconds ready_timeout = kLoggerReadyTimeout;
   std::chrono::milliseconds stop_grace = kLoggerStopGrace;
 
