@@ -65,6 +65,7 @@ class ExampleInstance final : public shim::Instance {
     use_stdio(stdio, &request);
     request.new_namespaces = CLONE_NEWPID | CLONE_NEWNS;  // init is pid 1 of its container
     request.mount_proc = std::filesystem::is_directory(root_ + "/proc");
+    request.mount_dev = std::filesystem::is_directory(root_ + "/dev");
     request.hold = true;
     shim::SpawnedProcess init;
     if (auto s = context_.spawner.spawn(request, &init); !s.ok()) return s;

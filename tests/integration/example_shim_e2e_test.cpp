@@ -167,12 +167,14 @@ TEST_CASE("example shim: ctr run --rm returns the exit code, events in order, sh
     std::string out;
   };
   // The init is pid 1 of its own pid namespace: like a container's, it ignores signals
-  // it has no handler for, SIGKILL from inside included, and sees only its own /proc.
+  // it has no handler for, SIGKILL from inside included, and sees only its own /proc and
+  // /dev (where a background job's stdin, /dev/null, must exist).
   const Case cases[] = {{"r0", "echo hi", 0, "hi\n"},
                         {"r1", "exit 1", 1, ""},
                         {"r3", "echo hi; exit 3", 3, "hi\n"},
                         {"rk", "kill -9 $$; echo pid $$ survived", 0, "pid 1 survived\n"},
                         {"rp", "echo /proc/[0-9]*", 0, "/proc/1\n"},
+                        {"rd", "echo x >/dev/null && head -c 3 /dev/zero | wc -c", 0, "3\n"},
                         {"r137", "sleep 5 & kill -9 $!; wait $!", 137, ""}};
   for (const auto& c : cases) {
     INFO("container " << c.id << ": " << c.script);

@@ -173,6 +173,30 @@ TEST_CASE("a child in new pid and mount namespaces is pid 1 and has its own /pro
   CHECK_FALSE(is_mount_point(rootfs() + "/proc"));
 }
 
+TEST_CASE("mount_dev gives the child a container's /dev, seen only in its namespace",
+          "[spawner][container]") {
+  Pipe out;
+  // A background job's stdin is /dev/null (busybox ash opens it); the rest as runc has it.
+  SpawnRequest request = container_shell(
+      "sleep 0 & wait $!; echo x > /dev/null; head -c 4 /dev/zero | wc -c; "
+      "echo /dev/*; stat -c '%a %t,%T' /dev/null /dev/tty; readlink /dev/fd",
+      out.fds[1]);
+  request.new_namespaces = CLONE_NEWPID | CLONE_NEWNS;
+  request.mount_proc = true;
+  request.mount_dev = true;
+  SpawnedProcess child;
+  Status status = PosixSpawner().spawn(request, &child);
+  INFO(status.to_string());
+  REQUIRE(status.ok());
+  out.close_write();
+  CHECK(out.read_all() ==
+        "4\n/dev/fd /dev/full /dev/null /dev/pts /dev/random /dev/shm /dev/stderr /dev/stdin "
+        "/dev/stdout /dev/tty /dev/urandom /dev/zero\n"
+        "666 1,3\n666 5,0\n/proc/self/fd\n");
+  CHECK(WEXITSTATUS(wait_for(child.pid)) == 0);
+  CHECK_FALSE(is_mount_point(rootfs() + "/dev"));
+}
+
 TEST_CASE("a child joins another process's pid and mount namespaces", "[spawner][container]") {
   Pipe init_out;
   SpawnRequest init_request = container_shell("echo up; exec sleep 100", init_out.fds[1]);

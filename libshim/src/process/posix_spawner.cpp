@@ -170,6 +170,7 @@ std::string_view step_name(ChildStep step) {
     case ChildStep::kRoot: return "chroot";
     case ChildStep::kChdir: return "chdir";
     case ChildStep::kMountProc: return "mount proc";
+    case ChildStep::kMountDev: return "mount dev";
     case ChildStep::kSignalMask: return "reset signal mask";
     case ChildStep::kExec: return "exec";
     case ChildStep::kReady:
@@ -192,6 +193,9 @@ Status child_error(const SpawnRequest& request, const FdPlan& fds, const ChildRe
       return unknown(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path,
                                  fds.parent_fds.at(index), fds.child_fds.at(index), reason));
     }
+    case ChildStep::kMountDev:
+      return unknown(fmt::format("spawn {}: mount dev at {}/dev (step {}): {}", request.path,
+                                 request.root, report.index, reason));
     default:
       return unknown(fmt::format("spawn {}: {}: {}", request.path, step_name(report.step), reason));
   }
@@ -402,6 +406,7 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
   plan.join_namespaces = request.join_namespaces & ~CLONE_NEWPID;
   plan.private_mounts = (request.new_namespaces & CLONE_NEWNS) != 0;
   plan.mount_proc = request.mount_proc;
+  plan.mount_dev = request.mount_dev;
   if (forked) {
     plan.report_fd = pipes.report_write.get();
     plan.report_fd_mapped = extra_targets[0];

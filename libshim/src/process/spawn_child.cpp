@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -108,6 +109,45 @@ LIBSHIM_CHILD_CODE void child_close_other_fds(ChildPlan* plan) {
   }
 }
 
+// The /dev of a container as runc makes it without a user namespace (libcontainer's
+// rootfs_linux.go: tmpfs, default devices, /proc/self/fd links). Runs after chroot.
+LIBSHIM_CHILD_CODE void child_mount_dev(ChildPlan* plan) {
+  if (::syscall(SYS_mount, "tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME,
+                "mode=755,size=65536k") < 0)
+    child_fail(plan, ChildStep::kMountDev, 0);
+  struct Device {
+    const char* path;
+    unsigned major, minor;
+  };
+  static constexpr Device kDevices[] = {{"/dev/null", 1, 3},    {"/dev/zero", 1, 5},
+                                        {"/dev/full", 1, 7},    {"/dev/random", 1, 8},
+                                        {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0}};
+  int index = 1;
+  for (const Device& device : kDevices) {
+    unsigned long dev = ((device.major & 0xfffu) << 8) | (device.minor & 0xffu);
+    if (::syscall(SYS_mknodat, AT_FDCWD, device.path, S_IFCHR | 0666, dev) < 0)
+      child_fail(plan, ChildStep::kMountDev, index);
+    // mknod obeys the umask: set the mode the devices must have.
+    if (::syscall(SYS_fchmodat, AT_FDCWD, device.path, 0666) < 0)
+      child_fail(plan, ChildStep::kMountDev, index);
+    ++index;
+  }
+  static constexpr const char* kLinks[][2] = {{"/proc/self/fd", "/dev/fd"},
+                                              {"/proc/self/fd/0", "/dev/stdin"},
+                                              {"/proc/self/fd/1", "/dev/stdout"},
+                                              {"/proc/self/fd/2", "/dev/stderr"}};
+  for (const auto& link : kLinks) {
+    if (::syscall(SYS_symlinkat, link[0], AT_FDCWD, link[1]) < 0)
+      child_fail(plan, ChildStep::kMountDev, index);
+    ++index;
+  }
+  static constexpr const char* kDirs[] = {"/dev/pts", "/dev/shm"};
+  for (const char* dir : kDirs) {
+    if (::syscall(SYS_mkdirat, AT_FDCWD, dir, 0755) < 0) child_fail(plan, ChildStep::kMountDev, index);
+    ++index;
+  }
+}
+
 LIBSHIM_CHILD_CODE void child_enter_root(ChildPlan* plan) {
   if (plan->root != nullptr && ::syscall(SYS_chroot, plan->root) < 0)
     child_fail(plan, ChildStep::kRoot, 0);
@@ -116,6 +156,7 @@ LIBSHIM_CHILD_CODE void child_enter_root(ChildPlan* plan) {
   if (plan->mount_proc &&
       ::syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
     child_fail(plan, ChildStep::kMountProc, 0);
+  if (plan->mount_dev) child_mount_dev(plan);
 }
 
 // A held child says it is ready, then waits for the byte that lets it exec. EOF means

@@ -27,6 +27,7 @@ enum class ChildStep : std::int32_t {
   kRoot,
   kChdir,
   kMountProc,
+  kMountDev,
   kSignalMask,
   kExec,
 };
@@ -62,6 +63,7 @@ struct ChildPlan {
   int join_namespaces = 0;  // without CLONE_NEWPID, which the parent thread enters
   bool private_mounts = false;
   bool mount_proc = false;
+  bool mount_dev = false;
   // Forked children report through a pipe: its fd before and after the fd mapping.
   int report_fd = -1;  // -1 (vfork): the error fields below, read by the parent
   int report_fd_mapped = -1;

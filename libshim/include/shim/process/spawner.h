@@ -50,6 +50,10 @@ struct SpawnRequest {
   std::string root;
   // Mount a fresh proc at <root>/proc (needs CLONE_NEWNS, and CLONE_NEWPID to be useful).
   bool mount_proc = false;
+  // Mount a tmpfs at <root>/dev with the devices every container has (null, zero, full,
+  // random, urandom, tty: runc's defaults), fd/stdin/stdout/stderr links into
+  // /proc/self/fd, and empty pts/ and shm/ (needs CLONE_NEWNS; <root>/dev must exist).
+  bool mount_dev = false;
   // Stop after all of the above, just before exec, until SpawnedProcess::gate.release():
   // a "created" container process whose pid is known before it runs anything.
   bool hold = false;
