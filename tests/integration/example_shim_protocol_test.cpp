@@ -46,7 +46,7 @@ namespace bootstrap_v1 = containerd::runtime::bootstrap::v1;
 using namespace std::chrono_literals;
 using shim::test::TempDir;
 
-const std::string kShimBinary = LIBSHIM_BINARY_DIR "/shim-example/containerd-shim-example-v1";
+const std::string kShimBinary = shim::test::shim_build_dir() + "/shim-example/containerd-shim-example-v1";
 constexpr const char* kNamespace = "spns";
 constexpr const char* kContainerdBinary = "/usr/bin/containerd";
 
