@@ -13,14 +13,9 @@ mkdir -p "$artifacts"
 work=$(mktemp -d "${TMPDIR:-/tmp}/libshim-fuzz-$name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-dict=()
-here=$(cd "$(dirname "$0")" && pwd)
-if [[ -f "$here/dict/$name.dict" ]]; then dict=(-dict="$here/dict/$name.dict"); fi
-
-# UBSan is fatal already (-fno-sanitize-recover); these make its and ASan's reports
-# complete. libFuzzer itself turns leaks (LeakSanitizer at the end of each input run) into
-# failures.
+# UBSan is fatal already (-fno-sanitize-recover); this prints its stack. libFuzzer turns
+# leaks (LeakSanitizer after the input runs) into failures itself.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$artifacts/$name-" "${dict[@]}" "$@" "$work" "$seeds"
+  -artifact_prefix="$artifacts/$name-" "$@" "$work" "$seeds"
