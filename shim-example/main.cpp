@@ -24,6 +24,16 @@
 
 namespace {
 
+// The strings of a JSON array. Checked, not value_to(): that throws, and this runs on the
+// pool, where an exception would lose the RPC's reply.
+shim::Status strings_of(const boost::json::array& array, const char* what, std::vector<std::string>* out) {
+  for (const auto& item : array) {
+    if (!item.is_string()) return shim::invalid_argument(fmt::format("the OCI process {} must be strings", what));
+    out->emplace_back(item.as_string());
+  }
+  return {};
+}
+
 // What this runtime honours of an OCI process: args, env and cwd.
 shim::Status process_request(const boost::json::value& process, const std::string& root,
                              shim::SpawnRequest* request) {
@@ -32,11 +42,11 @@ shim::Status process_request(const boost::json::value& process, const std::strin
   if (args == nullptr || !args->is_array() || args->as_array().empty()) {
     return shim::invalid_argument("the OCI process has no args");
   }
-  request->argv = boost::json::value_to<std::vector<std::string>>(*args);
+  if (auto s = strings_of(args->as_array(), "args", &request->argv); !s.ok()) return s;
   request->path = request->argv[0];
   request->env = std::vector<std::string>();
   if (const auto* env = object->if_contains("env"); env != nullptr && env->is_array()) {
-    request->env = boost::json::value_to<std::vector<std::string>>(*env);
+    if (auto s = strings_of(env->as_array(), "env", &*request->env); !s.ok()) return s;
   }
   if (const auto* cwd = object->if_contains("cwd"); cwd != nullptr && cwd->is_string()) {
     request->cwd = std::string(cwd->as_string());

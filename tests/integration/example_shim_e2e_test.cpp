@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 using namespace std::string_literals;
 using shim::test::PrivateContainerd;
 
-const std::string kShimBinary = LIBSHIM_BINARY_DIR "/shim-example/containerd-shim-example-v1";
+const std::string kShimBinary = shim::test::shim_build_dir() + "/shim-example/containerd-shim-example-v1";
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -153,7 +153,7 @@ bool process_alive(int pid) {
 }  // namespace
 
 TEST_CASE("example shim: ctr run --rm returns the exit code, events in order, shim gone",
-          "[example-e2e]") {
+          "[example-e2e][sanitized]") {
   REQUIRE(fs::exists(kShimBinary));
   PrivateContainerd fx;
   const std::string rootfs = fx.dir() + "/rootfs";
@@ -188,7 +188,7 @@ TEST_CASE("example shim: ctr run --rm returns the exit code, events in order, sh
   CHECK(fx.ctr_ok({"containers", "ls", "-q"}).out.empty());
 }
 
-TEST_CASE("example shim: stdin and stdout bytes go through unchanged", "[example-e2e]") {
+TEST_CASE("example shim: stdin and stdout bytes go through unchanged", "[example-e2e][sanitized]") {
   PrivateContainerd fx;
   const std::string rootfs = fx.dir() + "/rootfs";
   shim::test::make_busybox_rootfs(rootfs);
@@ -207,7 +207,7 @@ TEST_CASE("example shim: stdin and stdout bytes go through unchanged", "[example
   check_shim_gone(fx, "stdin1");
 }
 
-TEST_CASE("example shim: detached task, exec, ctr task kill gives 143", "[example-e2e]") {
+TEST_CASE("example shim: detached task, exec, ctr task kill gives 143", "[example-e2e][sanitized]") {
   PrivateContainerd fx;
   const std::string rootfs = fx.dir() + "/rootfs";
   shim::test::make_busybox_rootfs(rootfs);
@@ -258,7 +258,7 @@ TEST_CASE("example shim: detached task, exec, ctr task kill gives 143", "[exampl
   check_shim_gone(fx, "d1");
 }
 
-TEST_CASE("example shim: a task survives a containerd kill -9 and restart", "[example-e2e]") {
+TEST_CASE("example shim: a task survives a containerd kill -9 and restart", "[example-e2e][sanitized]") {
   PrivateContainerd fx;
   const std::string rootfs = fx.dir() + "/rootfs";
   shim::test::make_busybox_rootfs(rootfs);
@@ -295,7 +295,7 @@ TEST_CASE("example shim: a task survives a containerd kill -9 and restart", "[ex
 }
 
 TEST_CASE("example shim: when the shim dies, containerd's delete action cleans up",
-          "[example-e2e]") {
+          "[example-e2e][sanitized]") {
   PrivateContainerd fx;
   const std::string rootfs = fx.dir() + "/rootfs";
   shim::test::make_busybox_rootfs(rootfs);

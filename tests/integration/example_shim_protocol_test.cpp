@@ -46,7 +46,7 @@ namespace bootstrap_v1 = containerd::runtime::bootstrap::v1;
 using namespace std::chrono_literals;
 using shim::test::TempDir;
 
-const std::string kShimBinary = LIBSHIM_BINARY_DIR "/shim-example/containerd-shim-example-v1";
+const std::string kShimBinary = shim::test::shim_build_dir() + "/shim-example/containerd-shim-example-v1";
 constexpr const char* kNamespace = "spns";
 constexpr const char* kContainerdBinary = "/usr/bin/containerd";
 
@@ -796,4 +796,43 @@ TEST_CASE("shim-example daemon: output written before the client opens its FIFO 
                                  "/tasks/start containerd.events.TaskStart " + ns,
                                  "/tasks/exit containerd.events.TaskExit " + ns,
                                  "/tasks/delete containerd.events.TaskDelete " + ns});
+}
+
+TEST_CASE("shim-example daemon: an OCI process whose args are not strings fails Create cleanly",
+          "[shim-protocol]") {
+  // Found reading config.json handling for tests/fuzz: boost::json::value_to threw on a
+  // number in "args", on the pool, where the exception was swallowed with the reply.
+  SubreaperScope subreaper;
+  ShimSandbox sb;
+  EventsSink events(sb.ttrpc());
+  const std::string bundle = sb.make_bundle("t1");
+  std::ofstream(bundle + "/config.json")
+      << R"({"ociVersion":"1.0.2","process":{"args":["/bin/true",1],"env":[null],"cwd":"/"},)"
+         R"("root":{"path":"rootfs"}})";
+  ShimRun run = sb.start(Caller::k1_6, "t1", bundle);
+  check_clean_start(run);
+  const pid_t daemon = serving_daemon(run.out);
+  {
+    shim::test::SyncClient client(run.out);
+    containerd::task::v2::CreateTaskRequest create;
+    create.set_id("t1");
+    create.set_bundle(bundle);
+    auto created = client.call("containerd.task.v2.Task", "Create", create.SerializeAsString());
+    CHECK(created.status.code() == shim::Code::kInvalidArgument);
+    CHECK(created.status.message() == "the OCI process args must be strings: invalid argument");
+    // The shim is still sound: the failed Create left no task behind.
+    containerd::task::v2::StateRequest state;
+    state.set_id("t1");
+    auto listed = client.call("containerd.task.v2.Task", "State", state.SerializeAsString());
+    CHECK(listed.status.code() == shim::Code::kNotFound);
+    containerd::task::v2::ShutdownRequest shutdown;
+    shutdown.set_id("t1");
+    task_call<shim::pb::Empty>(client, "Shutdown", shutdown);
+  }
+  int status = 0;
+  for (int i = 0; i < 500 && ::waitpid(daemon, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

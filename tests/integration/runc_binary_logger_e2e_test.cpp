@@ -21,7 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kOurShimDir = LIBSHIM_BINARY_DIR "/shim-runc";
+const std::string kOurShimDir = shim::test::shim_build_dir() + "/shim-runc";
 
 enum class Shim { kOurs, kGo };
 
@@ -207,7 +207,7 @@ std::vector<std::pair<std::string, std::string>> sorted_pairs(const std::vector<
 }
 
 TEST_CASE("binary:// logger gets both streams and its argv and env and stops after task delete",
-          "[runc][binary-logger][runtime-binary]") {
+          "[runc][binary-logger][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s(Shim::kOurs);
   for (const char* scheme : {"binary", "binary-v2"}) {
@@ -229,7 +229,7 @@ TEST_CASE("binary:// logger gets both streams and its argv and env and stops aft
 }
 
 TEST_CASE("binary-v2:// fails the create when the logger closes fd 5 without a byte",
-          "[runc][binary-logger][runtime-binary]") {
+          "[runc][binary-logger][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s(Shim::kOurs);
   std::string dir = s.logger_dir("nobyte", kNoByteLogger);

@@ -32,7 +32,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kOurShimDir = LIBSHIM_BINARY_DIR "/shim-runc";
+const std::string kOurShimDir = shim::test::shim_build_dir() + "/shim-runc";
 // Writes the count to a file (not stdout: `ctr run -d` keeps nobody reading it).
 const std::string kCounter = "i=0; while :; do echo $i > /tmp/count; i=$((i+1)); /bin/sleep 0.1; done";
 
@@ -355,7 +355,7 @@ TEST_CASE("ctr task checkpoint through shim-runc as through the Go shim then res
 }
 
 TEST_CASE("ctr container restore through shim-runc as through the Go shim with a stand-in for CRIU",
-          "[runc][checkpoint][runtime-binary]") {
+          "[runc][checkpoint][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   struct Seen {
     std::string failed_restore;  // normalized ctr errors while restore fails

@@ -63,7 +63,7 @@ void kill_and_remove(RuncE2e& s, const std::string& id) {
 }
 
 TEST_CASE("containers of one group share one shim until the last is deleted",
-          "[runc][grouping][runtime-binary][multi-version]") {
+          "[runc][grouping][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   const std::string key = GENERATE(as<std::string>{}, "io.kubernetes.cri.sandbox-id",
                                    "io.containerd.runc.v2.group");

@@ -53,7 +53,7 @@ std::string repeated(std::string_view unit, std::size_t size) {
   return out;
 }
 
-TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][runtime-binary][multi-version]") {
+TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   for (int code : {0, 1, 3}) {
@@ -74,7 +74,7 @@ TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][runtime-
   CHECK(wait_no_shims(s.fx.ns(), 5s));
 }
 
-TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][runtime-binary][multi-version]") {
+TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   auto events = s.fx.subscribe_events();
@@ -103,7 +103,7 @@ TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][runtime-binar
                                  "/tasks/exec-started", "/tasks/exit", "/tasks/exit", "/tasks/delete"});
 }
 
-TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact", "[runc-e2e][runtime-binary]") {
+TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact", "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   constexpr std::size_t kSize = 64u << 20;
@@ -124,7 +124,7 @@ TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact", "[runc-e2e][runtim
 
 // ctr 1.6 never sends CloseIO when its stdin ends (the Go shim then keeps the process's
 // stdin open too), so the container reads a known length instead of waiting for EOF.
-TEST_CASE("stdin round trip through the container", "[runc-e2e][runtime-binary][multi-version]") {
+TEST_CASE("stdin round trip through the container", "[runc-e2e][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   std::string input;
@@ -141,7 +141,7 @@ TEST_CASE("stdin round trip through the container", "[runc-e2e][runtime-binary][
   CHECK(r.out == input);
 }
 
-TEST_CASE("a 1-byte-then-exit process loses no output", "[runc-e2e][runtime-binary]") {
+TEST_CASE("a 1-byte-then-exit process loses no output", "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   for (int i = 0; i < 10; ++i) {
@@ -151,7 +151,7 @@ TEST_CASE("a 1-byte-then-exit process loses no output", "[runc-e2e][runtime-bina
   }
 }
 
-TEST_CASE("a runc failure gives the Go shim's error text", "[runc-e2e]") {
+TEST_CASE("a runc failure gives the Go shim's error text", "[runc-e2e][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   std::string texts[2];
   for (Shim shim : {Shim::kOurs, Shim::kGo}) {
@@ -189,7 +189,7 @@ TEST_CASE("50 containers started and removed leave nothing behind", "[runc-e2e][
 }
 
 TEST_CASE("containerd killed with -9 and restarted reconnects to running tasks",
-          "[runc-e2e][multi-version][runtime-binary]") {
+          "[runc-e2e][multi-version][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "r1", {"/bin/sh", "-c", "trap 'exit 3' TERM; /bin/sleep 600 & wait"})).ok());
@@ -210,7 +210,7 @@ TEST_CASE("containerd killed with -9 and restarted reconnects to running tasks",
   CHECK(wait_no_shims(s.fx.ns(), 5s));
 }
 
-TEST_CASE("a shim killed with -9 is cleaned up through the delete action", "[runc-e2e][runtime-binary]") {
+TEST_CASE("a shim killed with -9 is cleaned up through the delete action", "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   auto events = s.fx.subscribe_events();
@@ -278,7 +278,7 @@ TEST_CASE("events and exec results match the Go shim", "[runc-e2e]") {
 namespace shim::test {
 namespace {
 
-TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim", "[runc-e2e][runtime-binary]") {
+TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim", "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "met", {"/bin/sleep", "600"})).ok());
@@ -290,7 +290,7 @@ TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim", "[runc-e
   REQUIRE(s.fx.ctr_ok({"task", "rm", "met"}).ok());
 }
 
-TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e][runtime-binary]") {
+TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   if (::access("/sys/fs/cgroup/memory/memory.oom_control", F_OK) != 0 &&
       ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0) {
@@ -313,7 +313,7 @@ TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e][run
 namespace shim::test {
 namespace {
 
-TEST_CASE("pause and resume change the task state and publish events", "[runc-e2e][runtime-binary]") {
+TEST_CASE("pause and resume change the task state and publish events", "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   auto events = s.fx.subscribe_events();

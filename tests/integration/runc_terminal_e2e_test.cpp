@@ -175,7 +175,7 @@ bool wait_file_text(const std::string& path, const std::string& text, std::chron
   return false;
 }
 
-TEST_CASE("ctr run -t gives the container a terminal of ctr's size", "[runc][terminal][runtime-binary]") {
+TEST_CASE("ctr run -t gives the container a terminal of ctr's size", "[runc][terminal][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   SKIP_WITHOUT_SCRIPT();
   TerminalE2e t;
@@ -202,7 +202,7 @@ TEST_CASE("ctr run -t returns the container's exit code", "[runc][terminal][runt
   CHECK(has_line(run.out, "bye"));
 }
 
-TEST_CASE("ctr task exec -t resizes the exec's terminal", "[runc][terminal][runtime-binary]") {
+TEST_CASE("ctr task exec -t resizes the exec's terminal", "[runc][terminal][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   SKIP_WITHOUT_SCRIPT();
   TerminalE2e t;
@@ -219,7 +219,7 @@ TEST_CASE("ctr task exec -t resizes the exec's terminal", "[runc][terminal][runt
   REQUIRE(t.s.fx.ctr_ok({"task", "rm", "host"}).ok());
 }
 
-TEST_CASE("ResizePty over ttrpc resizes a detached terminal container", "[runc][terminal][runtime-binary]") {
+TEST_CASE("ResizePty over ttrpc resizes a detached terminal container", "[runc][terminal][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   SKIP_WITHOUT_SCRIPT();
   TerminalE2e t;

@@ -68,7 +68,7 @@ long long page_rounded(long long bytes) {
 }
 
 TEST_CASE("Update sets the memory limit of a running and of a paused container",
-          "[runc][update][runtime-binary][multi-version]") {
+          "[runc][update][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   if (!has_memory_cgroup_v1()) LIBSHIM_SKIP("no cgroup v1 memory controller on this machine");
   RuncE2e s;
@@ -158,7 +158,7 @@ UpdateObservations observe_updates(ShimUnderTest shim) {
 // The Go shim that came with the containerd under test is the reference: same status
 // codes and texts (2.x: over task API v3, the only one its Go shim serves).
 TEST_CASE("Update results and errors match the Go shim",
-          "[runc][update][runtime-binary][multi-version]") {
+          "[runc][update][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   if (!has_memory_cgroup_v1()) LIBSHIM_SKIP("no cgroup v1 memory controller on this machine");
   UpdateObservations ours = observe_updates(ShimUnderTest::kOurs);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <boost/json.hpp>
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -130,9 +131,12 @@ std::optional<std::string> containerd_unavailable(const ContainerdOptions& optio
   if (!probe_containerd(resolve_containerd(options.containerd_bin, options.ctr_bin), &why)) {
     return why;
   }
-  // An `integration-crun:` run whose runtime cannot run here is skipped as well.
-  if (auto binary = runc_binary_under_test()) return runtime_binary_unavailable(*binary);
-  return std::nullopt;
+  // An `integration-crun:` run whose runtime cannot run here is skipped as well, and so
+  // is a `sanitized:` one whose shims are not built.
+  if (auto binary = runc_binary_under_test()) {
+    if (auto why = runtime_binary_unavailable(*binary)) return why;
+  }
+  return sanitized_shims_unavailable();
 }
 
 std::string go_shim_debug_socket_path(std::string_view grpc_address, std::string_view ns,
@@ -168,6 +172,11 @@ PrivateContainerd::PrivateContainerd(ContainerdOptions options)
   for (const char* sub : {"root", "state", "fifo", "runc", "opt"}) {
     fs::create_directories(dir_.sub(sub));
   }
+  if (sanitized_shim_build_dir()) {
+    require_sanitized_shims();
+    sanitizer_dir_ = dir_.sub("sanitizer");
+    fs::create_directories(sanitizer_dir_);
+  }
   write_config();
   if (options_.start) start();
 }
@@ -183,8 +192,11 @@ PrivateContainerd::~PrivateContainerd() {
   guarded([this] {
     if (running()) cleanup_tasks();
   });
+  // Deleted tasks' shims exit by themselves now; their leak checks run at that exit.
+  guarded([this] { wait_for_sanitized_shims(grpc_address_, 10s); });
   guarded([this] { stop(); });
   guarded([this] { kill_strays(); });
+  guarded([this] { fail_on_sanitizer_reports(); });
   guarded([this] { remove_cgroups(); });
   guarded([this] { unmount_all(); });
   guarded([this] {
@@ -232,6 +244,10 @@ void PrivateContainerd::start() {
   SpawnOptions spawn;
   spawn.stdout_path = log_path();
   spawn.env.push_back("PATH=" + daemon_path());
+  // containerd passes its environment to the shims it starts (sanitized mode only).
+  if (!sanitizer_dir_.empty()) {
+    for (std::string& entry : sanitizer_env(sanitizer_dir_)) spawn.env.push_back(std::move(entry));
+  }
   daemon_ = ChildProcess({containerd_bin_, "--config", config_path()}, spawn);
 
   const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
@@ -419,6 +435,19 @@ void PrivateContainerd::unmount_all() {
   std::sort(targets.begin(), targets.end(),
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   for (const auto& target : targets) ::umount2(target.c_str(), MNT_DETACH);
+}
+
+std::vector<SanitizerReport> PrivateContainerd::take_sanitizer_reports() {
+  if (sanitizer_dir_.empty()) return {};
+  return read_sanitizer_reports(sanitizer_dir_, /*remove=*/true);
+}
+
+// FAIL_CHECK, not an exception: this runs in the destructor, and the case's other
+// results still count.
+void PrivateContainerd::fail_on_sanitizer_reports() {
+  if (sanitizer_dir_.empty()) return;
+  std::string failure = sanitizer_failure(sanitizer_dir_, log_path());
+  if (!failure.empty()) FAIL_CHECK("a sanitized shim reported errors:\n" << failure);
 }
 
 std::string PrivateContainerd::log_tail(std::size_t lines) const {

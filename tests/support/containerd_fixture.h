@@ -30,6 +30,7 @@
 #include "support/containerd_binaries.h"
 #include "support/events_subscriber.h"
 #include "support/runtime_binary.h"
+#include "support/sanitized_shims.h"
 #include "support/skip.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -110,6 +111,12 @@ class PrivateContainerd {
 
   std::string log_tail(std::size_t lines = 60) const;
 
+  // Sanitized mode (support/sanitized_shims.h): where the shims' sanitizer reports go
+  // ("" otherwise), and the reports written so far, taken (removed) so that the
+  // destructor does not fail the test for them.
+  const std::string& sanitizer_dir() const { return sanitizer_dir_; }
+  std::vector<SanitizerReport> take_sanitizer_reports();
+
   const std::string& dir() const { return dir_.path(); }
   const std::string& ns() const { return ns_; }
   const std::string& grpc_address() const { return grpc_address_; }
@@ -136,6 +143,7 @@ class PrivateContainerd {
   void kill_strays();
   void remove_cgroups();
   void unmount_all();
+  void fail_on_sanitizer_reports();
 
   ContainerdOptions options_;
   TempDir dir_;
@@ -147,6 +155,7 @@ class PrivateContainerd {
   ContainerdVersion version_;
   ChildProcess daemon_;
   int subscriber_count_ = 0;
+  std::string sanitizer_dir_;
 };
 
 // The socket the 1.6-2.2 Go runc shim (and `ctr shim`) uses for a task:

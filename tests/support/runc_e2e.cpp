@@ -58,7 +58,7 @@ bool is_zombie(pid_t pid) {
 }  // namespace
 
 const std::string& our_runc_shim_dir() {
-  static const std::string dir = LIBSHIM_BINARY_DIR "/shim-runc";
+  static const std::string dir = shim_build_dir() + "/shim-runc";
   return dir;
 }
 

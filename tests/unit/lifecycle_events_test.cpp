@@ -154,6 +154,30 @@ TEST_CASE("oom published from on_reaped precedes the exit", "[lifecycle]") {
   CHECK(publisher.events()[2].type_url == "containerd.events.TaskOOM");
 }
 
+// Seen first in the sanitized end-to-end run (tests/support/sanitized_shims.h): a shim
+// slower to return from `runc start` let the OOM watcher's TaskOOM overtake TaskStart.
+TEST_CASE("an oom seen while the init is being started follows its start", "[lifecycle]") {
+  Fixture f;
+  f.events.created(create_event("c1", 100));
+  f.events.created(create_event("c2", 200));
+  auto token = f.events.begin_start({"c1", ""});
+  auto exec = f.events.begin_start({"c2", "e1"});  // an exec's start holds nothing back
+  f.events.oom("c1");
+  f.events.oom("c2");
+  f.events.handle_exit(exit_of(100, 137));
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/create", "/tasks/oom"});
+  f.events.start_succeeded(token, 100);
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/create", "/tasks/oom", "/tasks/start",
+                                       "/tasks/oom", "/tasks/exit"});
+  f.events.start_failed(exec);
+
+  auto failed = f.events.begin_start({"c2", ""});
+  f.events.oom("c2");
+  f.events.start_failed(failed);  // the OOM still happened: containerd hears of it
+  CHECK(f.publisher.topics().back() == "/tasks/oom");
+  CHECK(f.publisher.topics().size() == 7);
+}
+
 }  // namespace
 }  // namespace shim
 

@@ -34,7 +34,7 @@ std::string go_json_quote(std::string_view text);
 
 // Go's json.Marshal of a decoded document: compact, object keys in the order given,
 // strings as go_json_quote() writes them, integers in decimal (other numbers as
-// Boost.JSON prints them).
+// Boost.JSON prints them; an infinite one, from a literal beyond double's range, as null).
 std::string go_json_marshal(const boost::json::value& value);
 
 // Go's strings.TrimSpace (Unicode white space, as unicode.IsSpace).

@@ -67,6 +67,7 @@ void LifecycleEvents::start_succeeded(StartToken token, std::uint32_t pid) {
     event.set_container_id(ref.container_id);
     event.set_pid(pid);
     publish("/tasks/start", event);
+    publish_held_oom(ref.container_id);
   } else {
     containerd::events::TaskExecStarted event;
     event.set_container_id(ref.container_id);
@@ -94,7 +95,8 @@ void LifecycleEvents::start_failed(StartToken token) {
     exec_finished(ref.container_id, ref.exec_id);
     return;
   }
-  // A failed init start: an exit already seen is handled as a normal exit.
+  // A failed init start: an OOM and an exit already seen are handled as usual.
+  publish_held_oom(ref.container_id);
   for (auto& [pid, tracked] : by_pid_) {
     if (tracked.ref != ref || !tracked.exit) continue;
     ProcessExit exit = *tracked.exit;
@@ -201,9 +203,24 @@ void LifecycleEvents::resumed(const std::string& container_id) {
 }
 
 void LifecycleEvents::oom(const std::string& container_id) {
+  // The OOM watcher sees an OOM as soon as the init runs, which may be before its start
+  // call returns: the TaskOOM then waits for the TaskStart, as the exit does.
+  for (const auto& [token, start] : starts_) {
+    if (start.ref.container_id == container_id && start.ref.is_init()) {
+      containers_[container_id].held_oom = true;
+      return;
+    }
+  }
   containerd::events::TaskOOM event;
   event.set_container_id(container_id);
   publish("/tasks/oom", event);
+}
+
+void LifecycleEvents::publish_held_oom(const std::string& container_id) {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end() || !it->second.held_oom) return;
+  it->second.held_oom = false;
+  oom(container_id);
 }
 
 void LifecycleEvents::forget(const ProcessRef& process) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstdint>
 #include <vector>
@@ -209,7 +210,15 @@ void marshal_into(const boost::json::value& value, std::string* out) {
     case boost::json::kind::uint64: *out += std::to_string(value.get_uint64()); return;
     case boost::json::kind::bool_: *out += value.get_bool() ? "true" : "false"; return;
     case boost::json::kind::null: *out += "null"; return;
-    case boost::json::kind::double_: *out += boost::json::serialize(value); return;
+    case boost::json::kind::double_:
+      // A number beyond double's range parses as an infinity, which Boost prints as
+      // "Infinity": not JSON. Go's Marshal refuses such a value; null keeps the output valid.
+      if (!std::isfinite(value.get_double())) {
+        *out += "null";
+        return;
+      }
+      *out += boost::json::serialize(value);
+      return;
   }
 }
 

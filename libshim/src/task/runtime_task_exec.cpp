@@ -8,11 +8,7 @@
 #include "task/runtime_task_service.h"
 
 namespace shim {
-namespace {
 
-constexpr auto kIoDrainTimeout = std::chrono::seconds(2);  // as the Go shim on Delete
-
-// The exec's OCI Process JSON with `terminal` forced to the request's value (Go does so).
 Status exec_spec(const task::ExecProcessRequest& request, std::string* spec_json) {
   boost::system::error_code ec;
   boost::json::value spec = boost::json::parse(request.spec().value(), ec);
@@ -21,6 +17,10 @@ Status exec_spec(const task::ExecProcessRequest& request, std::string* spec_json
   *spec_json = boost::json::serialize(spec);
   return {};
 }
+
+namespace {
+
+constexpr auto kIoDrainTimeout = std::chrono::seconds(2);  // as the Go shim on Delete
 
 task::DeleteResponse delete_response(const TaskProcess& process) {
   task::DeleteResponse response;

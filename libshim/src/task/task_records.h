@@ -77,6 +77,10 @@ bool has_private_pid_namespace(const boost::json::object& spec);
 // What the runtime gets of `io`: its ends of the pipes, or the console socket.
 ProcessStdio runtime_stdio(const ProcessIO& io);
 
+// The exec's OCI Process JSON with `terminal` forced to the request's value (Go does so).
+// InvalidArgument unless the spec is a JSON object.
+Status exec_spec(const containerd::task::v2::ExecProcessRequest& request, std::string* spec_json);
+
 // The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
 Status make_process_io(ServiceContext& context, const Instance& instance, const StdioSpec& stdio,
                        const std::string& process_id, std::unique_ptr<ProcessIO>* io);

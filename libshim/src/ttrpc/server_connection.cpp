@@ -70,7 +70,13 @@ void ServerConnection::on_read(const boost::system::error_code& error, std::size
     close();
     return;
   }
-  decoder_.feed(std::string_view(read_buffer_.data(), size));
+  receive(std::string_view(read_buffer_.data(), size));
+  if (!closed_) read();
+}
+
+void ServerConnection::receive(std::string_view bytes) {
+  if (closed_) return;
+  decoder_.feed(bytes);
   while (!closed_) {
     auto frame = decoder_.next();
     if (!frame) break;
@@ -78,7 +84,6 @@ void ServerConnection::on_read(const boost::system::error_code& error, std::size
   }
   if (closed_) return;
   maybe_close_idle();
-  if (!closed_) read();
 }
 
 void ServerConnection::handle_frame(const Frame& frame) {

@@ -5,7 +5,8 @@
 //     process dies before the start call has returned (its exit is held meanwhile);
 //   * the init TaskExit of a container goes out only after the TaskExit of every exec of
 //     that container that was started (or is being started);
-//   * anything a plug-in publishes from on_reaped (e.g. TaskOOM) precedes the TaskExit.
+//   * anything a plug-in publishes from on_reaped (e.g. TaskOOM) precedes the TaskExit;
+//   * a TaskOOM of a container whose init is being started follows its TaskStart.
 //
 // It also matches reaped pids to processes. Feed it every exit the reaper fans out.
 // Not thread-safe: call it on the shim's event loop only.
@@ -109,6 +110,7 @@ class LifecycleEvents {
     std::set<std::string> live_execs;  // started or starting, not yet exited
     std::optional<ProcessExit> held_init_exit;
     std::uint32_t init_pid = 0;
+    bool held_oom = false;  // seen during the init's start: published after TaskStart
   };
 
   void track(std::uint32_t pid, const ProcessRef& ref);
@@ -116,6 +118,7 @@ class LifecycleEvents {
   void exit_ready(const ProcessRef& ref, const ProcessExit& exit);
   void publish_exit(const ProcessRef& ref, const ProcessExit& exit);
   void exec_finished(const std::string& container_id, const std::string& exec_id);
+  void publish_held_oom(const std::string& container_id);
   void drop_unclaimed_if_idle();
   std::optional<ProcessExit> take_unclaimed(std::uint32_t pid);
 

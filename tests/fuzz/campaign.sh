@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# A long fuzzing campaign for one target, as recorded in README.md:
+#   campaign.sh <build dir> <target> [runs (default 10000000)] [libFuzzer flags...]
+# The corpus grows in <build dir>/tests/fuzz/campaign/<target> (kept between campaigns;
+# the committed seeds in corpus/<target> are read too), crashes go to
+# <build dir>/tests/fuzz/artifacts/, and one summary line is appended to
+# <build dir>/tests/fuzz/campaign.log: target, executions, seconds, coverage (cov/ft),
+# corpus size, exit status.
+set -uo pipefail
+build=$(cd "$1" && pwd) target=$2 runs=${3:-10000000}
+shift $(( $# < 3 ? $# : 3 ))
+here=$(cd "$(dirname "$0")" && pwd)
+out=$build/tests/fuzz
+corpus=$out/campaign/$target
+mkdir -p "$corpus" "$out/artifacts"
+log=$out/campaign-$target.log
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+start=$(date +%s)
+"$out/$target" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -artifact_prefix="$out/artifacts/$target-" "$@" "$corpus" "$here/corpus/$target" \
+  >"$log" 2>&1
+status=$?
+seconds=$(( $(date +%s) - start ))
+executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+coverage=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
+files=$(find "$corpus" -type f | wc -l)
+printf '%s executions=%s seconds=%s %s corpus=%s exit=%s\n' "$target" "${executed:-?}" "$seconds" \
+  "${coverage:-cov: ?}" "$files" "$status" | tee -a "$out/campaign.log"
+exit $status

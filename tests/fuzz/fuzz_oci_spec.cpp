@@ -1,0 +1,81 @@
+// The bundle's config.json as the shim reads it:
+//  - `start` (grouping): group_id reads the first JSON value, Go-style (invalid UTF-8
+//    replaced, depth up to 10000), and only its "annotations";
+//  - the process tier (RuntimeTaskService): the whole file parsed as one object, then
+//    has_private_pid_namespace decides whether an init exit kills the rest;
+//  - an exec's OCI Process, which the tier re-serializes with "terminal" set.
+// Checked: group_id fails only with InvalidArgument, with its prefix; the kill-all
+// decision depends on "linux" only; exec_spec accepts exactly the JSON objects and gives
+// back the same value with "terminal" set to the request's.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/json.hpp>
+
+#include "fuzz_check.h"
+#include "json_compare.h"
+#include "socket/grouping.h"
+#include "task/task_records.h"
+
+namespace {
+
+namespace json = boost::json;
+
+void check_group(std::string_view text) {
+  std::string group;
+  shim::Status status = shim::group_id(text, "the-id", &group);
+  if (status.ok()) return;
+  FUZZ_CHECK(status.code() == shim::Code::kInvalidArgument);
+  FUZZ_CHECK(status.message().starts_with("read OCI spec (config.json): "));
+}
+
+void check_pid_namespace(std::string_view text) {
+  boost::system::error_code ec;
+  json::value spec = json::parse(text, ec);
+  if (ec || !spec.is_object()) return;
+  const json::object& object = spec.as_object();
+  bool private_ns = shim::has_private_pid_namespace(object);
+  // Only "linux" matters: a spec with nothing else decides the same.
+  json::object reduced;
+  if (const json::value* linux_section = object.if_contains("linux")) reduced["linux"] = *linux_section;
+  if (!object.empty() && reduced.empty()) {
+    FUZZ_CHECK(!private_ns);  // no linux section: the host's pid namespace
+  } else if (!object.empty()) {
+    FUZZ_CHECK(shim::has_private_pid_namespace(reduced) == private_ns);
+  }
+}
+
+void check_exec_spec(std::string_view text, bool terminal) {
+  containerd::task::v2::ExecProcessRequest request;
+  request.mutable_spec()->set_value(std::string(text));
+  request.set_terminal(terminal);
+  std::string serialized;
+  boost::system::error_code ec;
+  json::value original = json::parse(text, ec);
+  shim::Status status = shim::exec_spec(request, &serialized);
+  FUZZ_CHECK(status.ok() == (!ec && original.is_object()));
+  if (!status.ok()) {
+    FUZZ_CHECK(status.code() == shim::Code::kInvalidArgument);
+    return;
+  }
+  json::value back = json::parse(serialized, ec);
+  FUZZ_CHECK(!ec && back.is_object());
+  const json::value* forced = back.as_object().if_contains("terminal");
+  FUZZ_CHECK(forced != nullptr && forced->is_bool() && forced->as_bool() == terminal);
+  back.as_object().erase("terminal");
+  original.as_object().erase("terminal");
+  bool has_double = false;
+  FUZZ_CHECK(fuzz::same_document(original, back, &has_double));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  check_group(text);
+  check_pid_namespace(text);
+  check_exec_spec(text, size % 2 == 1);
+  return 0;
+}
