@@ -20,7 +20,11 @@ ServerConnection::ServerConnection(std::shared_ptr<ServerContext> context,
       socket_(std::move(socket)),
       decoder_(context_->options.max_message_size) {}
 
-void ServerConnection::start() { read(); }
+void ServerConnection::start() {
+  boost::system::error_code error;
+  socket_.non_blocking(true, error);  // on_readable reads until EAGAIN
+  read();
+}
 
 void ServerConnection::close() {
   if (closed_) return;
@@ -80,35 +84,35 @@ void ServerConnection::on_readable() {
   constexpr std::size_t kBytesPerTurn = 256 * 1024;
   auto& buffer = context_->read_buffer;
   std::size_t total = 0;
-  consume({});  // frames left over from before a pause
+  receive({});  // frames left over from before a pause
   while (!closed_ && total < kBytesPerTurn) {
     if (over_limits()) {
       paused_ = true;
       return;
     }
     boost::system::error_code error;
-    socket_.non_blocking(true, error);
     std::size_t size = socket_.read_some(asio::buffer(buffer), error);
     if (error == asio::error::would_block || error == asio::error::try_again) return read();
     if (error == asio::error::interrupted) continue;
     if (error) return close();  // EOF, reset, or a frame cut by the peer
     total += size;
-    consume(std::string_view(buffer.data(), size));
+    receive(std::string_view(buffer.data(), size));
   }
-  if (closed_) return;
-  maybe_close_idle();
   if (!closed_) asio::post(context_->executor, [self = shared_from_this()] { self->on_readable(); });
 }
 
 // Frames beyond a back-pressure limit stay in the decoder (at most one read's worth)
 // until the connection is below half again; resuming handles them first.
-void ServerConnection::consume(std::string_view bytes) {
-  if (!bytes.empty()) decoder_.feed(bytes);
+void ServerConnection::receive(std::string_view bytes) {
+  if (closed_) return;
+  decoder_.feed(bytes);
   while (!closed_ && !over_limits()) {
     auto frame = decoder_.next();
     if (!frame) break;
     handle_frame(*frame);
   }
+  if (closed_) return;
+  maybe_close_idle();
 }
 
 bool ServerConnection::over_limits() const {

@@ -35,6 +35,10 @@ class ServerConnection final : public CallSink,
   // CallSink: a reply from any thread, handed over to the executor.
   void deliver(std::uint64_t call_id, std::string frame) override;
 
+  // What a read does with the bytes it got: frames out of them, each handled at once.
+  // On the executor. The socket's reads call it; tests/fuzz feeds it from memory.
+  void receive(std::string_view bytes);
+
  private:
   struct InFlight {
     std::weak_ptr<detail::CallState> state;
@@ -44,8 +48,6 @@ class ServerConnection final : public CallSink,
 
   void read();
   void on_readable();
-  // Feeds bytes read from the peer to the decoder and handles every complete frame.
-  void consume(std::string_view bytes);
   bool over_limits() const;
   void resume_if_below_limits();
   void handle_frame(const Frame& frame);
