@@ -214,6 +214,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ours", default=os.path.join(REPO, "build/shim-runc/containerd-shim-runc-v2"))
     parser.add_argument("--no-go", action="store_true")
+    parser.add_argument("--only", choices=("ours", "go"), help="one side only (results of "
+                        "two runs merge: an existing soak.json in --out keeps the other side)")
     parser.add_argument("--execs", type=int, default=100000)
     parser.add_argument("--exec-seconds", type=float, default=600)
     parser.add_argument("--runs", type=int, default=10000)
@@ -224,6 +226,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("soak: needs root")
     binaries = [("ours", args.ours)] + ([] if args.no_go else [("go", GO_SHIM)])
+    if args.only:
+        binaries = [b for b in binaries if b[0] == args.only]
     ws = env.Workspace(REPO)
     results = {}
     try:
@@ -247,6 +251,12 @@ def main():
         ws.cleanup()
     out = args.out or os.path.join(REPO, "benchmarks", "results", datetime.date.today().isoformat())
     os.makedirs(out, exist_ok=True)
+    previous = os.path.join(out, "soak.json")
+    if args.only and os.path.exists(previous):
+        with open(previous) as f:
+            old = json.load(f)["results"]
+        results = {**{k: v for k, v in old.items() if k not in results}, **results}
+        results = dict(sorted(results.items(), key=lambda kv: kv[0] != "ours"))
     with open(os.path.join(out, "soak.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
     draw(results, os.path.join(out, "soak.png"))

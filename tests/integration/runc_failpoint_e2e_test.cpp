@@ -68,8 +68,8 @@ struct Failpoint {
     fs::permissions(wrapper, fs::perms::owner_all);
   }
   // Only for container `id`: the control container's calls must go through.
-  void arm(const Case& c, const std::string& id) const {
-    std::ofstream(s.fx.dir() + "/failpoint") << c.command << " " << c.mode << " " << id << "\n";
+  void arm(const Case& c, const std::string& id, const std::string& arg = "x") const {
+    std::ofstream(s.fx.dir() + "/failpoint") << c.command << " " << c.mode << " " << id << " " << arg << "\n";
   }
   void disarm() const { ::unlink((s.fx.dir() + "/failpoint").c_str()); }
 
@@ -182,6 +182,53 @@ TEST_CASE("fault: a failing runc in create, start, exec, kill, pause and delete"
   WARN(fmt::format("LIBSHIM-FAULT: runc-failpoint cases={} clear_errors={} control_failures={} "
                    "leftovers={}",
                    cases, failures_answered, control_failures, leftovers));
+}
+
+// The bundle dirs of the namespace on a 4 MiB tmpfs, which the failpoint fills up, or
+// remounts read-only, right before `runc create`: the shim's start and containerd's own
+// writes went through, runc's pid file and the rest cannot.
+TEST_CASE("fault: the bundle's filesystem full or read-only at create", "[fault][runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  RuncE2e s;
+  Failpoint fp(s);
+  const std::string& ns = s.fx.ns();
+  std::string bundles = s.fx.state_dir() + "/io.containerd.runtime.v2.task/" + ns;
+  fs::create_directories(bundles);
+  REQUIRE(run_command({"mount", "-t", "tmpfs", "-o", "size=4m,mode=0711", "libshim-bundles", bundles}).ok());
+  int half_created = 0, unclear = 0;
+  for (const char* mode : {"fill", "rofs"}) {
+    std::string id = fmt::format("fs-{}", mode);
+    INFO("mode " << mode);
+    std::string arg = std::string(mode) == "fill" ? bundles + "/filler" : bundles;
+    fp.arm(Case{"create", mode}, id, arg);
+    auto r = fp.run(id);
+    fp.disarm();
+    INFO(r.describe());
+    std::string why = std::string(mode) == "fill" ? "no space left on device" : "read-only file system";
+    bool clear = r.exit_code != 0 && r.err.find("OCI runtime create failed") != std::string::npos &&
+                 r.err.find(why) != std::string::npos;
+    CHECK(clear);
+    unclear += !clear;
+    // The filesystem comes back; nothing of the failed create may remain.
+    if (std::string(mode) == "fill") ::unlink(arg.c_str());
+    else REQUIRE(run_command({"mount", "-o", "remount,rw", bundles}).ok());
+    auto runc = run_command({"runc", "--root", s.fx.runc_root() + "/" + ns, "list", "-q"});
+    bool runc_knows = runc.out.find(id) != std::string::npos;
+    std::size_t mounts = mounts_with(s.fx.bundle_dir(id) + "/rootfs");
+    auto cgroups = cgroups_of(ns, id);
+    CHECK(s.task_status(id).empty());
+    CHECK(!runc_knows);
+    CHECK(mounts == 0);
+    CHECK(cgroups.empty());
+    half_created += !s.task_status(id).empty() + runc_knows + (mounts != 0) + !cgroups.empty();
+    s.fx.ctr({"container", "rm", id});
+    // And the shim's next container works.
+    std::string next = fmt::format("fs-{}-after", mode);
+    CHECK(fp.run(next).ok());
+    CHECK(s.fx.ctr({"task", "exec", "--exec-id", "x", next, "/bin/true"}).ok());
+    fp.remove(next);
+  }
+  WARN(fmt::format("LIBSHIM-FAULT: bundle-fs cases=2 unclear_errors={} half_created={}", unclear, half_created));
 }
 
 }  // namespace

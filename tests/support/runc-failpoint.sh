@@ -7,6 +7,10 @@
 #                exit1    write a log.json error line as runc does, exit 1
 #                sigkill  die by SIGKILL
 #                hang     `sleep 3601` (exec: same pid) until the caller kills it
+#                fill     fill the filesystem of the file named by the 4th field (a
+#                         small tmpfs holding the bundle), then run the real runc
+#                rofs     remount the mount point named by the 4th field read-only,
+#                         then run the real runc
 #   fds        if it exists, one line per inherited fd is appended to it:
 #                "<command> <fd> <readlink target>"
 # Otherwise (no file, another command) the real runc runs: $LIBSHIM_REAL_RUNC, else runc.
@@ -28,18 +32,20 @@ for arg in "$@"; do
   esac
 done
 if [ -e "$here/fds" ]; then
-  for fd in /proc/$$/fd/*; do
-    echo "${command:-none} ${fd##*/} $(readlink "$fd")" >>"$here/fds"
+  # ls in a child: it inherits exactly what runc would (the shell's own fds are CLOEXEC),
+  # plus the /proc dir it opens itself.
+  ls -l /proc/self/fd | while read -r _ _ _ _ _ _ _ _ fd _ target; do
+    [ -n "$fd" ] && echo "${command:-none} $fd $target" >>"$here/fds"
   done
 fi
 if [ -e "$here/failpoint" ]; then
-  read -r point mode target <"$here/failpoint"
+  read -r point mode target arg <"$here/failpoint"
   hit=
   if [ "$point" = "$command" ]; then
     hit=1
     if [ -n "$target" ]; then
       hit=
-      for arg in "$@"; do [ "$arg" = "$target" ] && hit=1; done
+      for word in "$@"; do [ "$word" = "$target" ] && hit=1; done
     fi
   fi
   if [ -n "$hit" ]; then
@@ -51,6 +57,8 @@ if [ -e "$here/failpoint" ]; then
         exit 1 ;;
       sigkill) kill -9 $$ ;;
       hang) exec sleep 3601 ;;  # the pid the shim started: its kill ends the hang
+      fill) cat /dev/zero >"$arg" 2>/dev/null ;;
+      rofs) mount -o remount,ro "$arg" ;;
     esac
   fi
 fi
