@@ -147,7 +147,7 @@ struct HostileLoad {
   }
 };
 
-TEST_CASE("fault: hostile clients on the shim socket; containerd still answered, memory bounded",
+TEST_CASE("fault: hostile clients on the shim socket: containerd still answered and memory bounded",
           "[fault][runc-e2e]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   rlimit limit{};

@@ -116,7 +116,7 @@ int answer_bytes_as(uid_t uid, const std::string& path, const std::string& frame
   return got;
 }
 
-TEST_CASE("security: socket 0600 in a 0700 dir; another uid is refused by SO_PEERCRED",
+TEST_CASE("security: socket 0600 in a closed dir and another uid refused by SO_PEERCRED",
           "[security][runc-e2e][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   RuncE2e s;
