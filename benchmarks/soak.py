@@ -175,7 +175,7 @@ def draw(results, png):
             lines.append(f"'{path}' using 1:5 with points pt 7 title '{side} zombies'")
         plots.append(f"set title '{title}'; set xlabel 'count'; plot " + ", ".join(lines))
     script = (f"set terminal pngcairo size 1500,600 font 'DejaVu Sans,10'; set output '{png}';"
-              "set multiplot layout 1,2; set key left top; set grid; set yrange [0:*];"
+              "set multiplot layout 1,2; set key left top; set grid; set yrange [0:*]; set offsets 0,0,4,0;"
               + "; ".join(plots) + "; unset multiplot")
     subprocess.run(["gnuplot", "-e", script], check=True)
     for path in data.values():

@@ -16,9 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -96,22 +98,75 @@ std::string json_field(const std::string& line, const std::string& key) {
   return line.substr(at, end - at);
 }
 
-TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while it is down",
-          "[fault][runc-e2e][multi-version]") {
-  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
-  RuncE2e s;
+// Losses among the published /tasks/exit lines: 10 container exits (c<i>, status 10+i)
+// and 5 execs of c19 (e<k>, status 40+k, in the order they finished).
+struct ExitTally {
+  int lost = 0, wrong = 0, duplicated = 0;
+  std::vector<std::string> exec_order;
+
+  explicit ExitTally(const std::vector<std::string>& lines) {
+    for (int i = 0; i < 10; ++i) {
+      int seen = 0;
+      for (const auto& line : lines) {
+        if (json_field(line, "id") != fmt::format("c{}", i)) continue;
+        ++seen;
+        wrong += json_field(line, "exit_status") != std::to_string(10 + i);
+      }
+      lost += seen == 0;
+      duplicated += seen > 1;
+    }
+    for (const auto& line : lines) {
+      if (json_field(line, "container_id") != "c19") continue;
+      std::string id = json_field(line, "id");
+      exec_order.push_back(id);
+      int k = id.size() == 2 && id[0] == 'e' ? id[1] - '0' : -1;
+      wrong += k < 0 || json_field(line, "exit_status") != std::to_string(40 + k);
+    }
+    for (int k = 0; k < 5; ++k) {
+      auto n = std::count(exec_order.begin(), exec_order.end(), fmt::format("e{}", k));
+      lost += n == 0;
+      duplicated += n > 1;
+    }
+  }
+};
+
+// The status containerd has for stopped task `id`: it lists the task stopped and the
+// State it asks the shim for carries the status (ctr prints none itself); or, as 1.7 and
+// 2.x do with a task found stopped after a restart, it deleted the task and published the
+// status in /tasks/delete.
+std::uint32_t status_known_to_containerd(RuncE2e& s, EventsSubscriber& events, const std::string& id) {
+  std::string listed = s.task_status(id);
+  if (listed.empty()) {
+    auto deleted = events.wait_for_line({"/tasks/delete", fmt::format("\"container_id\":\"{}\"", id)}, 10s);
+    REQUIRE(deleted);
+    return static_cast<std::uint32_t>(std::atoi(json_field(*deleted, "exit_status").c_str()));
+  }
+  CHECK(listed == "STOPPED");
+  task::StateRequest state;
+  state.set_id(id);
+  auto r = call_task_api(unix_path_of(s.fx.shim_address(id)), s.fx.ns(), "State", state.SerializeAsString(),
+                         10s, task_service_for(s.fx.version()));
+  task::StateResponse response;
+  REQUIRE(r.status.ok());
+  REQUIRE(response.ParseFromString(r.payload));
+  CHECK(s.fx.ctr({"task", "rm", id}).ok());
+  return response.exit_status();
+}
+
+// 20 containers c<i> whose init exits 10+i on SIGTERM, and 5 execs e<k> in c19 that exit
+// 40+k once /tmp/<ns>-go<k> exists (the rootfs is shared with the host). Returns the pids.
+std::vector<pid_t> start_twenty_with_execs(RuncE2e& s) {
   const std::string& ns = s.fx.ns();
-  std::vector<pid_t> pids;
   for (int i = 0; i < 20; ++i) {
     std::string script = fmt::format("trap 'exit {}' TERM; /bin/sleep 600 & wait", 10 + i);
     REQUIRE(s.fx.ctr_ok(s.run({"-d"}, fmt::format("c{}", i), {"/bin/sh", "-c", script})).ok());
   }
+  std::vector<pid_t> pids;
   for (int i = 0; i < 20; ++i) {
     REQUIRE(s.wait_status(fmt::format("c{}", i), "RUNNING", 10s));
     pids.push_back(s.task_pid(fmt::format("c{}", i)));
     REQUIRE(pids.back() > 0);
   }
-  // Five execs in c19 that finish, in order, when the test creates their file.
   ::mkdir((s.rootfs + "/tmp").c_str(), 0777);
   for (int k = 0; k < 5; ++k) {
     std::string script = fmt::format(
@@ -120,11 +175,20 @@ TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while i
                          "/bin/sh", "-c", script}).ok());
   }
   REQUIRE(wait_until([&] { return pids_with_cmdline(ns + "-go").size() == 5; }, 10s));
+  return pids;
+}
+
+TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while it is down",
+          "[fault][runc-e2e][multi-version]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  RuncE2e s;
+  const std::string& ns = s.fx.ns();
+  std::vector<pid_t> pids = start_twenty_with_execs(s);
 
   s.fx.kill9();
   for (int i = 0; i < 10; ++i) ::kill(pids[i], SIGTERM);
   for (int i = 0; i < 10; ++i) REQUIRE(wait_until([&] { return process_gone(pids[i]); }, 10s));
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < 5; ++k) {  // one after the other: their order is checked
     std::ofstream(fmt::format("{}/tmp/{}-go{}", s.rootfs, ns, k)) << "go";
     std::string mine = fmt::format("{}-go{} ", ns, k);
     REQUIRE(wait_until([&] { return pids_with_cmdline(mine).empty(); }, 10s));
@@ -134,7 +198,6 @@ TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while i
   std::string old_path = restart_on_hidden_ttrpc(s.fx);
   auto events = s.fx.subscribe_events({"topic~=\"^/tasks/(exit|delete)$\""});
   reveal_ttrpc(s.fx, old_path);
-
   auto exit_lines = [&] {
     std::vector<std::string> out;
     for (const auto& line : events->lines()) {
@@ -146,69 +209,25 @@ TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while i
   std::this_thread::sleep_for(1s);  // room for a duplicate to show up
   auto lines = exit_lines();
   INFO(events->text());
-  // Each expected exit once, with its status; the execs in the order they finished.
-  int lost = 0, wrong = 0, duplicated = 0;
-  for (int i = 0; i < 10; ++i) {
-    int seen = 0;
-    for (const auto& line : lines) {
-      if (json_field(line, "id") != fmt::format("c{}", i)) continue;
-      ++seen;
-      if (json_field(line, "exit_status") != std::to_string(10 + i)) ++wrong;
-    }
-    lost += seen == 0;
-    duplicated += seen > 1;
-  }
-  std::vector<std::string> exec_order;
-  for (const auto& line : lines) {
-    if (json_field(line, "container_id") != "c19") continue;
-    std::string id = json_field(line, "id");
-    exec_order.push_back(id);
-    int k = id.size() == 2 && id[0] == 'e' ? id[1] - '0' : -1;
-    if (k < 0 || json_field(line, "exit_status") != std::to_string(40 + k)) ++wrong;
-  }
-  for (int k = 0; k < 5; ++k) {
-    auto n = std::count(exec_order.begin(), exec_order.end(), fmt::format("e{}", k));
-    lost += n == 0;
-    duplicated += n > 1;
-  }
-  CHECK(exec_order == std::vector<std::string>{"e0", "e1", "e2", "e3", "e4"});
-  // containerd knows each status: it lists the task stopped and the State it asks the
-  // shim for carries the status (ctr prints none itself); or, as 1.7 and 2.x do for a
-  // task found stopped after a restart, it deleted the task, publishing the status.
+  ExitTally tally(lines);
+  CHECK(tally.exec_order == std::vector<std::string>{"e0", "e1", "e2", "e3", "e4"});
   for (int i = 0; i < 20; ++i) {
     std::string id = fmt::format("c{}", i);
     if (i >= 10) {
       CHECK(s.task_status(id) == "RUNNING");
       continue;
     }
-    std::string listed = s.task_status(id);
-    std::uint32_t status = 0;
-    if (listed.empty()) {
-      auto deleted = events->wait_for_line({"/tasks/delete", fmt::format("\"container_id\":\"{}\"", id)}, 10s);
-      REQUIRE(deleted);
-      status = static_cast<std::uint32_t>(std::atoi(json_field(*deleted, "exit_status").c_str()));
-    } else {
-      CHECK(listed == "STOPPED");
-      task::StateRequest state;
-      state.set_id(id);
-      auto r = call_task_api(unix_path_of(s.fx.shim_address(id)), ns, "State", state.SerializeAsString(),
-                             10s, task_service_for(s.fx.version()));
-      task::StateResponse response;
-      REQUIRE(r.status.ok());
-      REQUIRE(response.ParseFromString(r.payload));
-      status = response.exit_status();
-      CHECK(s.fx.ctr({"task", "rm", id}).ok());
-    }
+    std::uint32_t status = status_known_to_containerd(s, *events, id);
     CHECK(status == static_cast<std::uint32_t>(10 + i));
-    wrong += status != static_cast<std::uint32_t>(10 + i);
+    tally.wrong += status != static_cast<std::uint32_t>(10 + i);
   }
   WARN(fmt::format("LIBSHIM-FAULT: containerd-kill9-20-tasks containerd={} exits_expected=15 "
                    "exits_published={} lost={} wrong_status={} duplicated={}",
-                   s.fx.version().text, lines.size(), lost, wrong, duplicated));
+                   s.fx.version().text, lines.size(), tally.lost, tally.wrong, tally.duplicated));
   CHECK(lines.size() == 15);
-  CHECK(lost == 0);
-  CHECK(wrong == 0);
-  CHECK(duplicated == 0);
+  CHECK(tally.lost == 0);
+  CHECK(tally.wrong == 0);
+  CHECK(tally.duplicated == 0);
 }
 
 // One exec through the shim's task API, as containerd would run it: Exec, Start, Wait,
