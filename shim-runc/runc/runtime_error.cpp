@@ -1,5 +1,7 @@
 #include "shim-runc/runc/runtime_error.h"
 
+#include <sys/statvfs.h>
+
 #include <cerrno>
 #include <optional>
 
@@ -123,15 +125,33 @@ shim::Status last_runtime_error(const std::string& log_path, std::string* messag
   return last_runtime_error_in(content, message);
 }
 
+namespace {
+
+// When runc left no error in log.json, the reason may be that it could not write there:
+// the bundle's filesystem full or read-only. Said then (Go's shim says nothing more than
+// "exit status 1"), empty otherwise.
+std::string bundle_fs_reason(const std::string& log_path) {
+  std::string dir = log_path.substr(0, log_path.rfind('/'));
+  struct statvfs fs {};
+  if (dir.empty() || ::statvfs(dir.c_str(), &fs) != 0) return {};
+  if ((fs.f_flag & ST_RDONLY) != 0) return fmt::format(": bundle {}: read-only file system", dir);
+  if (fs.f_bavail == 0) return fmt::format(": bundle {}: no space left on device", dir);
+  return {};
+}
+
+}  // namespace
+
 shim::Status runtime_error(const std::string& log_path, std::string_view action,
                            std::string_view runc_error) {
   std::string message;
   shim::Status read = last_runtime_error(log_path, &message);
   if (!read.ok()) {
-    return shim::unknown(fmt::format("{}: unable to retrieve OCI runtime error ({}): {}", action,
-                                     read.message(), runc_error));
+    return shim::unknown(fmt::format("{}: unable to retrieve OCI runtime error ({}): {}{}", action,
+                                     read.message(), runc_error, bundle_fs_reason(log_path)));
   }
-  if (message.empty()) return shim::unknown(fmt::format("{}: {}", action, runc_error));
+  if (message.empty()) {
+    return shim::unknown(fmt::format("{}: {}{}", action, runc_error, bundle_fs_reason(log_path)));
+  }
   return shim::unknown(fmt::format("{}: {}", action, message));
 }
 

@@ -209,8 +209,9 @@ struct Fixture {
   std::unique_ptr<EventForwarder> forwarder;
 
   // `with_scheme`: TTRPC_ADDRESS given as unix://<path>, which containerd also accepts.
-  explicit Fixture(bool with_scheme = false) {
+  explicit Fixture(bool with_scheme = false, std::size_t max_queued = 65536) {
     EventForwarderOptions options;
+    options.max_queued = max_queued;
     options.ttrpc_address = with_scheme ? "unix://" + socket : socket;
     options.ns = kNamespace;
     options.call_timeout = 2s;
@@ -423,6 +424,58 @@ TEST_CASE("forwarder: a full queue drops new events and logs them", "[forwarder]
   CHECK(stats.queued == 4);
   CHECK(stats.overflowed == 2);
   CHECK(logs.matching("event queue full").size() == 2);
+  forwarder.close();
+}
+
+TEST_CASE("forwarder: at the bound an exit displaces the oldest non-exit event, in order",
+          "[forwarder]") {
+  Fixture fx(/*with_scheme=*/false, /*max_queued=*/4);
+  containerd::events::TaskStart start;
+  start.set_container_id("c1");
+  fx.forwarder->publish("/tasks/start", start);     // the front: may be in flight, kept
+  fx.forwarder->publish("/tasks/exit", exit_event(0));
+  fx.forwarder->publish("/tasks/start", start);     // displaced by exit 2
+  fx.forwarder->publish("/tasks/exit", exit_event(1));
+  fx.forwarder->publish("/tasks/exit", exit_event(2));
+  fx.forwarder->publish("/tasks/exit", exit_event(3));  // only exits after the front: dropped
+  fx.forwarder->publish("/tasks/start", start);         // full: dropped
+  auto stats = fx.forwarder->stats();
+  CHECK(stats.queued == 4);
+  CHECK(stats.overflowed == 3);
+  CHECK(fx.logs.matching("dropping an older event for an exit").size() == 1);
+  CHECK(fx.logs.matching("event queue full, dropping event").size() == 2);
+  CHECK(fx.logs.matching("topic=/tasks/exit").size() == 1);
+
+  fx.containerd.start();
+  REQUIRE(fx.containerd.wait_for_count(4));
+  std::this_thread::sleep_for(100ms);
+  auto got = fx.containerd.received();
+  REQUIRE(got.size() == 4);
+  CHECK(got[0].topic == "/tasks/start");
+  for (std::uint32_t n = 0; n < 3; ++n) {
+    CHECK(got[n + 1].topic == "/tasks/exit");
+    CHECK(got[n + 1].exit.id() == fmt::format("p{}", n));
+  }
+  CHECK(fx.forwarder->stats().queued_bytes == 0);
+}
+
+TEST_CASE("forwarder: the byte bound holds too", "[forwarder]") {
+  TempDir dir("fwd-");
+  FixedClock clock;
+  LogLines logs;
+  Logger logger(logs.sink(), clock);
+  IoThread io;
+  EventForwarderOptions options;
+  options.ttrpc_address = dir.sub("none.sock");
+  options.namespace_ = kNamespace;
+  options.max_queued_bytes = 1000;
+  EventForwarder forwarder(io.executor(), options, clock, logger);
+  for (std::uint32_t n = 0; n < 100; ++n) forwarder.publish("/tasks/exit", exit_event(n));
+  auto stats = forwarder.stats();
+  CHECK(stats.queued_bytes <= 1000);
+  CHECK(stats.queued_bytes > 800);
+  CHECK(stats.queued + stats.overflowed == 100);
+  CHECK(logs.matching("event queue full").size() == stats.overflowed);
   forwarder.close();
 }
 

@@ -18,6 +18,7 @@ namespace {
 
 constexpr std::string_view kEventsService = "containerd.services.events.ttrpc.v1.Events";
 constexpr std::string_view kNamespaceKey = "containerd-namespace-ttrpc";
+constexpr std::string_view kExitTopic = "/tasks/exit";
 
 
 // Connection-level failures are retried; an error status from containerd is final.
@@ -58,16 +59,16 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     envelope->set_topic(std::string(topic));
     envelope->mutable_event()->set_type_url(event.GetTypeName());
     envelope->mutable_event()->set_value(event.SerializeAsString());
+    std::string bytes = request.SerializeAsString();
     {
       std::lock_guard lock(mutex_);
       if (closed_) return;
-      if (queue_.size() >= options_.max_queued) {
-        ++stats_.overflowed;
-        logger_.log(LogLevel::kError, "event queue full, dropping event",
-                    {{"topic", std::string(topic)}, {"queued", std::to_string(queue_.size())}});
+      if (!make_room(topic, bytes.size())) {
+        drop_logged(topic, "event queue full, dropping event");
         return;
       }
-      queue_.push_back({std::string(topic), request.SerializeAsString()});
+      queued_bytes_ += bytes.size();
+      queue_.push_back({std::string(topic), std::move(bytes)});
       ++stats_.queued;
     }
     boost::asio::post(executor_, [self = shared_from_this()] { self->pump(); });
@@ -95,6 +96,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
       closed_ = true;
       lost = queue_.size();
       queue_.clear();
+      queued_bytes_ = 0;
     }
     if (lost != 0) {
       logger_.log(LogLevel::kError, "event forwarder closed with undelivered events",
@@ -112,10 +114,42 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     std::lock_guard lock(mutex_);
     auto s = stats_;
     s.queued = queue_.size();
+    s.queued_bytes = queued_bytes_;
     return s;
   }
 
  private:
+  bool full(std::size_t incoming) const {
+    return queue_.size() >= options_.max_queued ||
+           queued_bytes_ + incoming > options_.max_queued_bytes;
+  }
+
+  // Under mutex_. True when `topic` (of `size` bytes) may be queued; an exit evicts the
+  // oldest non-exit events after the front (the front may be in flight: it stays).
+  bool make_room(std::string_view topic, std::size_t size) {
+    if (!full(size)) return true;
+    if (topic != kExitTopic) return false;
+    auto it = queue_.begin();
+    if (it != queue_.end()) ++it;
+    while (full(size)) {
+      it = std::find_if(it, queue_.end(), [](const QueuedEvent& e) { return e.topic != kExitTopic; });
+      if (it == queue_.end()) return false;
+      drop_logged(it->topic, "event queue full, dropping an older event for an exit");
+      queued_bytes_ -= it->request.size();
+      it = queue_.erase(it);
+    }
+    return true;
+  }
+
+  // Under mutex_.
+  void drop_logged(std::string_view topic, std::string_view message) {
+    ++stats_.overflowed;
+    logger_.log(LogLevel::kError, message,
+                {{"topic", std::string(topic)}, {"queued", std::to_string(queue_.size())},
+                 {"queued_bytes", std::to_string(queued_bytes_)},
+                 {"dropped", std::to_string(stats_.overflowed)}});
+  }
+
   // Runs on the executor: keeps exactly one Forward in flight while events are queued.
   void pump() {
     if (in_flight_ || waiting_backoff_ || connecting_ || is_closed()) return;
@@ -151,7 +185,9 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
 
   void pop_front() {
     std::lock_guard lock(mutex_);
-    if (!queue_.empty()) queue_.pop_front();
+    if (queue_.empty()) return;
+    queued_bytes_ -= queue_.front().request.size();
+    queue_.pop_front();
   }
 
   void on_forwarded(const std::string& topic, const Status& status) {
@@ -242,6 +278,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
 
   mutable std::mutex mutex_;  // guards queue_, closed_, stats_ (publish() is any-thread)
   std::deque<QueuedEvent> queue_;
+  std::size_t queued_bytes_ = 0;
   bool closed_ = false;
   EventForwarderStats stats_;
 

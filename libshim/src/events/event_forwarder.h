@@ -3,9 +3,15 @@
 //
 // One ordered outbox, one call in flight: an event is removed only once containerd has
 // accepted it, so events are never reordered. While containerd is down (restarting) the
-// forwarder reconnects with exponential backoff and keeps everything queued. Nothing is
-// dropped silently: an event containerd rejects (e.g. an invalid topic) or one that would
-// overflow the bound is logged.
+// forwarder reconnects with exponential backoff and keeps everything queued, up to a bound
+// (count and bytes). Nothing is dropped silently: an event containerd rejects (e.g. an
+// invalid topic) or one dropped at the bound is logged with its topic.
+//
+// At the bound the incoming event is dropped, except a /tasks/exit: for it the oldest
+// queued event that is not an exit (and not the one in flight) is dropped instead. An exit
+// is the one thing containerd cannot learn again (State and Wait answer only while the
+// shim lives); a lost /tasks/start or /tasks/exec-added only delays a listener. Order is
+// kept either way.
 #pragma once
 
 #include <chrono>
@@ -28,14 +34,16 @@ struct EventForwarderOptions {
   std::chrono::milliseconds call_timeout{5000};
   std::chrono::milliseconds min_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
-  std::size_t max_queued = 65536;  // beyond this, new events are dropped and logged
+  std::size_t max_queued = 65536;          // events
+  std::size_t max_queued_bytes = 16u << 20;  // serialized ForwardRequests
 };
 
 struct EventForwarderStats {
   std::size_t queued = 0;
   std::size_t sent = 0;
   std::size_t rejected = 0;  // containerd answered an error status; not retried
-  std::size_t overflowed = 0;
+  std::size_t overflowed = 0;  // dropped at the bound (logged)
+  std::size_t queued_bytes = 0;
   std::size_t reconnects = 0;
 };
 

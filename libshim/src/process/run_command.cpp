@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "shim/process/call_deadline.h"
+
 #include "shim/unique_fd.h"
 
 namespace shim {
@@ -212,6 +214,10 @@ Status run_and_capture(Reaper& reaper, Spawner& spawner, const SpawnRequest& req
   }
   std::optional<Clock::time_point> deadline;
   if (options.timeout) deadline = Clock::now() + *options.timeout;
+  // The task API call's deadline bounds the command too (go-runc's CommandContext).
+  CallDeadline call_deadline = current_call_deadline();
+  bool by_call = call_deadline && (!deadline || *call_deadline < *deadline);
+  if (by_call) deadline = *call_deadline;
   bool exited = pump_until_exit(process, out, err, in, deadline);
   if (!exited) process.handle.signal(SIGKILL);
   Status waited = wait_exit(process, request.path, &result->exit);
@@ -220,6 +226,10 @@ Status run_and_capture(Reaper& reaper, Spawner& spawner, const SpawnRequest& req
   out.drain();
   err.drain();
   if (!waited.ok()) return waited;
+  if (!exited && by_call) {
+    return Status(Code::kDeadlineExceeded,
+                  fmt::format("{}: killed at the call's deadline: context deadline exceeded", request.path));
+  }
   if (!exited) {
     return Status(Code::kDeadlineExceeded,
                   fmt::format("{}: timed out after {} ms", request.path, options.timeout->count()));

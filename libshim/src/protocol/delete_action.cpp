@@ -3,9 +3,66 @@
 // message in every release). Warnings go to stderr, which containerd logs.
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "protocol/actions.h"
+#include "shim/fs.h"
+#include "socket/grouping.h"
+#include "socket/socket_address.h"
+#include "socket/unix_listener.h"
 
 namespace shim::detail {
+namespace {
+
+constexpr std::string_view kUnixScheme = "unix://";
+
+// The socket `start` gave the shim of this task: the bundle's `address` file (written by
+// start, also for a reused group shim), else computed again as start did (group from
+// config.json, default socket dir).
+Status shim_socket_path(const StopContext& context, Manager& manager, std::string* path) {
+  std::string address;
+  if (read_file(context.bundle + "/address", &address).ok()) {
+    while (!address.empty() && (address.back() == '\n' || address.back() == ' ')) address.pop_back();
+  } else {
+    StartContext start;
+    start.id = context.id;
+    start.namespace_ = context.namespace_;
+    start.bundle = context.bundle;
+    start.grpc_address = context.grpc_address;
+    start.socket_dir = std::string(kDefaultSocketDir);
+    std::string spec, group;
+    if (Status s = read_file(context.bundle + "/config.json", &spec); !s.ok()) return s;
+    if (Status s = group_id(spec, context.id, &group, manager.daemon_options(start).group_annotations);
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = socket_address(context.grpc_address, context.namespace_, group, &address); !s.ok()) {
+      return s;
+    }
+  }
+  if (!address.starts_with(kUnixScheme)) {
+    return invalid_argument(fmt::format("shim address {} is not unix://", address));
+  }
+  *path = address.substr(kUnixScheme.size());
+  return {};
+}
+
+// containerd runs `delete` after the shim died: without this its socket would stay in
+// /run/containerd/s for good (the Go shim leaves it). A warning on stderr, which
+// containerd logs, never a failed delete: the task cleanup matters more.
+void remove_socket_of_dead_shim(const StopContext& context, Manager& manager) {
+  std::string path;
+  bool removed = false;
+  Status s = shim_socket_path(context, manager, &path);
+  if (s.ok()) s = remove_dead_socket(path, &removed);
+  if (!s.ok()) {
+    std::string line = fmt::format("level=warning msg=\"shim socket not removed\" id={} error=\"{}\"\n",
+                                   context.id, s.message());
+    write_fd(STDERR_FILENO, line);
+  }
+}
+
+}  // namespace
 
 int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   StopContext context;
@@ -18,6 +75,7 @@ int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
 
   task::DeleteResponse response;
   if (Status status = manager.stop(context, &response); !status.ok()) return fail(manager, status);
+  remove_socket_of_dead_shim(context, manager);
   return write_fd(STDOUT_FILENO, response.SerializeAsString()) ? 0 : 1;
 }
 

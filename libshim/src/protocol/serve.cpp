@@ -146,6 +146,11 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   // One malloc arena: glibc would give the pool's thread an arena of its own (a 64 MiB
   // reservation, ~8 KiB more private memory per shim) for a few small allocations.
   ::mallopt(M_ARENA_MAX, 1);
+  // A fixed threshold: blocks from 128 KiB up (a 4 MiB frame, a big reply) are mmapped
+  // and go back to the kernel when freed. glibc's default raises the threshold after such
+  // a free, and later big blocks then stay in the heap: a peer sending 4 MiB frames would
+  // leave the shim's RSS tens of MiB higher for good.
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   // Before any thread exists: every thread inherits this mask, so these signals reach
   // only the loop's signalfd.
   SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});

@@ -78,6 +78,36 @@ Status listen_unix(const std::string& path, ListenResult* result) {
   return Status(Code::kUnknown, fmt::format("bind {}: address still in use", path));
 }
 
+Status remove_dead_socket(const std::string& path, bool* removed) {
+  *removed = false;
+  sockaddr_un addr;
+  socklen_t len = 0;
+  if (Status s = fill_address(path, &addr, &len); !s.ok()) return s;
+  struct stat before {};
+  if (::lstat(path.c_str(), &before) != 0) {
+    return errno == ENOENT ? Status() : errno_status("stat", path);
+  }
+  if (!S_ISSOCK(before.st_mode)) return invalid_argument(fmt::format("{} is not a socket", path));
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno_status("socket for", path);
+  int result = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len);
+  int err = errno;
+  ::close(fd);
+  if (result == 0) return {};  // a live server: not ours to remove
+  if (err != ECONNREFUSED) {
+    errno = err;
+    return errno_status("probe", path);
+  }
+  // Same file as probed: a new shim of the group may have bound a fresh socket since.
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino || now.st_dev != before.st_dev) {
+    return {};
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_status("remove", path);
+  *removed = true;
+  return {};
+}
+
 Status socket_path_of(int fd, std::string* path) {
   sockaddr_un addr;
   socklen_t len = sizeof addr;

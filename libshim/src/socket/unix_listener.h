@@ -23,6 +23,12 @@ struct ListenResult {
 // kInUse. The fd is O_CLOEXEC (clear it explicitly for the child that inherits it).
 Status listen_unix(const std::string& path, ListenResult* result);
 
+// Removes the socket file at `path` if no server accepts connections there (its shim
+// died; a live shim, e.g. one still serving other containers of its group, keeps it).
+// Only a socket file is removed, and only the one that was probed. *removed tells.
+// Nothing at `path` is not an error.
+Status remove_dead_socket(const std::string& path, bool* removed);
+
 // Path of a listening AF_UNIX socket fd (getsockname), e.g. for removal at shutdown.
 Status socket_path_of(int fd, std::string* path);
 

@@ -7,6 +7,8 @@
 #include "shim/timestamp.h"
 #include "task/runtime_task_service.h"
 
+#include "shim/process/call_deadline.h"
+
 namespace shim {
 
 Status exec_spec(const task::ExecProcessRequest& request, std::string* spec_json) {
@@ -34,7 +36,11 @@ task::DeleteResponse delete_response(const TaskProcess& process) {
 void drain_then(ProcessIO* io, std::function<void()> next) {
   if (io == nullptr) return next();
   // Delivered, not just drained: ctr 1.6 drops FIFO bytes still unread when we answer.
-  io->wait_delivered(kIoDrainTimeout, [next = std::move(next)](bool) { next(); });
+  // `next` runs after the handler returned: it keeps the call's deadline.
+  io->wait_delivered(kIoDrainTimeout, [next = std::move(next), deadline = current_call_deadline()](bool) {
+    CallDeadlineScope scope(deadline);
+    next();
+  });
 }
 
 // Runs `next` once a binary:// logger of `io` has exited (Go's Delete waits for it too),

@@ -105,8 +105,12 @@ Result cancelled_result(Status status) {
 template <class Work, class Done>
 void RuntimeTaskService::serial(TaskContainer& container, Work work, Done done) {
   using Result = std::invoke_result_t<Work&>;
+  // The op may launch after the handler returned: it keeps the call's deadline, and a
+  // deadline that passed while it waited fails the runtime call at once, as in Go.
   container.ops->enqueue([this, id = container.id, holder = container.holder, work = std::move(work),
-                          done = std::move(done)](SerialOps::Finished finished) mutable {
+                          done = std::move(done), deadline = current_call_deadline()](
+                             SerialOps::Finished finished) mutable {
+    CallDeadlineScope scope(deadline);
     // An op queued behind the container's Delete finds the container gone.
     TaskContainer* current = nullptr;
     if (!find(id, &current).ok() || current->holder != holder) {

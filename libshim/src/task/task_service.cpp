@@ -1,3 +1,4 @@
+#include "shim/process/call_deadline.h"
 #include "shim/task_service.h"
 
 namespace shim {
@@ -68,6 +69,7 @@ void bind(ttrpc::Router& router, std::string_view method, TaskService& service,
           void (TaskService::*member)(const CallInfo&, Request, Reply<Response>)) {
   auto handler = ttrpc::typed_handler<Request, Response>(
       [&service, member](const CallInfo& call, Request request, Reply<Response> reply) {
+        CallDeadlineScope deadline(call.deadline);  // reaches the pool work it posts
         (service.*member)(call, std::move(request), std::move(reply));
       });
   router.add(kTaskServiceV2, method, handler);

@@ -106,8 +106,9 @@ void FrameDecoder::compact() {
     buffer_.erase(0, consumed_);
   }
   consumed_ = 0;
-  // Do not keep a 4 MiB buffer around after one large frame.
-  if (buffer_.empty() && buffer_.capacity() > (64u << 10)) buffer_.shrink_to_fit();
+  // Do not keep a big buffer around after one large frame: a thousand connections that
+  // each sent one would hold it a thousand times. containerd's frames are far smaller.
+  if (buffer_.empty() && buffer_.capacity() > (16u << 10)) buffer_.shrink_to_fit();
 }
 
 }  // namespace shim::ttrpc

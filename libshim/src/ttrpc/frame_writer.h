@@ -2,6 +2,7 @@
 // in the next gathered write, so callers never wait for the socket.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@ class FrameWriter {
  public:
   // Queues a frame; true if the owner must start a write (none is running).
   bool push(std::string frame) {
+    pending_bytes_ += frame.size();
     queued_.push_back(std::move(frame));
     return !writing_;
   }
@@ -32,19 +34,26 @@ class FrameWriter {
   // The batch went out (or failed); true if more frames are waiting.
   bool finish() {
     writing_ = false;
+    for (const auto& frame : in_flight_) pending_bytes_ -= frame.size();
     in_flight_.clear();
     return !queued_.empty();
   }
 
   // Drops queued frames (the in-flight batch stays valid until finish()).
-  void drop_queued() { queued_.clear(); }
+  void drop_queued() {
+    for (const auto& frame : queued_) pending_bytes_ -= frame.size();
+    queued_.clear();
+  }
 
   bool idle() const { return !writing_ && queued_.empty(); }
+  // Bytes queued or being written: what a peer that does not read makes us hold.
+  std::size_t pending_bytes() const { return pending_bytes_; }
 
  private:
   std::vector<std::string> queued_;
   std::vector<std::string> in_flight_;
   std::vector<boost::asio::const_buffer> buffers_;
+  std::size_t pending_bytes_ = 0;
   bool writing_ = false;
 };
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <boost/asio/dispatch.hpp>
@@ -124,7 +125,23 @@ void TtrpcServer::Impl::close() {
 
 void TtrpcServer::Impl::remove(ServerConnection* connection) {
   if (connections_.erase(connection) != 0) --context_->connection_count;
+  schedule_trim();
   finish_shutdown_if_done();
+}
+
+// A closed connection freed its decoder and reply buffers, but glibc keeps freed pages
+// that are not at the top of the heap: give them back, once a second at most (a trim
+// walks the heap; it is cheap for a shim's heap, but not free).
+void TtrpcServer::Impl::schedule_trim() {
+#ifdef __GLIBC__
+  if (!context_->options.trim_memory || trim_scheduled_ || closed_) return;
+  trim_scheduled_ = true;
+  auto timer = std::make_shared<asio::steady_timer>(executor_, std::chrono::seconds(1));
+  timer->async_wait([self = shared_from_this(), timer](const boost::system::error_code& error) {
+    self->trim_scheduled_ = false;
+    if (!error) ::malloc_trim(0);
+  });
+#endif
 }
 
 void TtrpcServer::Impl::finish_shutdown_if_done() {

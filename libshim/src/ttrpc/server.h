@@ -24,9 +24,19 @@ struct ServerOptions {
   // Drop connections whose SO_PEERCRED uid/gid differ from our effective uid/gid, as
   // the Go shim does (ttrpc.UnixSocketRequireSameUser).
   bool require_same_user = true;
+  // Back-pressure per connection, as a Go ttrpc server gets from its blocking writes: a
+  // connection whose unwritten replies exceed this many bytes, or that has this many
+  // calls unanswered, is not read from until it is below half of both again. So a peer
+  // that pipelines requests and never reads its replies holds at most about this much.
+  std::size_t max_pending_reply_bytes = 1u << 20;
+  std::size_t max_calls_per_connection = 4096;
+  // After connections close, give freed heap pages back to the kernel (glibc malloc_trim,
+  // at most once a second): hostile or bursty peers must not leave the shim's RSS high.
+  bool trim_memory = true;
 };
 
-// The executor's context must outlive the server. Destroying the server posts close().
+// The executor must run handlers one at a time (a single-threaded io_context or a
+// strand): connections share one read buffer. The executor's context must outlive the server. Destroying the server posts close().
 class TtrpcServer {
  public:
   TtrpcServer(boost::asio::any_io_executor executor, Router router, ServerOptions options = {});

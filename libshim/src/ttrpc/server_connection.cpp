@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include "ttrpc/wire.h"
@@ -19,7 +20,11 @@ ServerConnection::ServerConnection(std::shared_ptr<ServerContext> context,
       socket_(std::move(socket)),
       decoder_(context_->options.max_message_size) {}
 
-void ServerConnection::start() { read(); }
+void ServerConnection::start() {
+  boost::system::error_code error;
+  socket_.non_blocking(true, error);  // on_readable reads until EAGAIN
+  read();
+}
 
 void ServerConnection::close() {
   if (closed_) return;
@@ -55,35 +60,77 @@ void ServerConnection::deliver(std::uint64_t call_id, std::string frame) {
                  });
 }
 
+// Waits for readability, then reads into the server's shared buffer: an idle connection
+// holds no buffer. Edge-triggered readiness: wait only after a read saw EAGAIN.
 void ServerConnection::read() {
-  socket_.async_read_some(asio::buffer(read_buffer_),
-                          [self = shared_from_this()](const boost::system::error_code& error,
-                                                      std::size_t size) {
-                            self->on_read(error, size);
-                          });
-}
-
-void ServerConnection::on_read(const boost::system::error_code& error, std::size_t size) {
-  if (closed_) return;
-  if (error) {
-    // EOF, reset, or a frame cut by the peer: the connection just ends.
-    close();
+  if (closed_ || waiting_readable_) return;
+  if (over_limits()) {
+    paused_ = true;
     return;
   }
-  receive(std::string_view(read_buffer_.data(), size));
-  if (!closed_) read();
+  waiting_readable_ = true;
+  socket_.async_wait(asio::socket_base::wait_read,
+                     [self = shared_from_this()](const boost::system::error_code& error) {
+                       self->waiting_readable_ = false;
+                       if (self->closed_) return;
+                       if (error) return self->close();
+                       self->on_readable();
+                     });
 }
 
+void ServerConnection::on_readable() {
+  // A fair share per turn: a peer that writes as fast as we read must not starve the
+  // loop. The rest is read on a later turn, posted (no new readiness edge would come).
+  constexpr std::size_t kBytesPerTurn = 256 * 1024;
+  auto& buffer = context_->read_buffer;
+  std::size_t total = 0;
+  receive({});  // frames left over from before a pause
+  while (!closed_ && total < kBytesPerTurn) {
+    if (over_limits()) {
+      paused_ = true;
+      return;
+    }
+    boost::system::error_code error;
+    std::size_t size = socket_.read_some(asio::buffer(buffer), error);
+    if (error == asio::error::would_block || error == asio::error::try_again) return read();
+    if (error == asio::error::interrupted) continue;
+    if (error) return close();  // EOF, reset, or a frame cut by the peer
+    total += size;
+    receive(std::string_view(buffer.data(), size));
+  }
+  if (!closed_) asio::post(context_->executor, [self = shared_from_this()] { self->on_readable(); });
+}
+
+// Frames beyond a back-pressure limit stay in the decoder (at most one read's worth)
+// until the connection is below half again; resuming handles them first.
 void ServerConnection::receive(std::string_view bytes) {
   if (closed_) return;
   decoder_.feed(bytes);
-  while (!closed_) {
+  while (!closed_ && !over_limits()) {
     auto frame = decoder_.next();
     if (!frame) break;
     handle_frame(*frame);
   }
   if (closed_) return;
   maybe_close_idle();
+}
+
+bool ServerConnection::over_limits() const {
+  const ServerOptions& options = context_->options;
+  return writer_.pending_bytes() > options.max_pending_reply_bytes ||
+         calls_.size() >= options.max_calls_per_connection;
+}
+
+void ServerConnection::resume_if_below_limits() {
+  if (!paused_ || closed_) return;
+  const ServerOptions& options = context_->options;
+  if (writer_.pending_bytes() > options.max_pending_reply_bytes / 2 ||
+      calls_.size() > options.max_calls_per_connection / 2) {
+    return;
+  }
+  paused_ = false;
+  // Bytes may be waiting in the socket already: read them now, not on an edge.
+  asio::post(context_->executor, [self = shared_from_this()] { self->on_readable(); });
 }
 
 void ServerConnection::handle_frame(const Frame& frame) {
@@ -161,6 +208,7 @@ void ServerConnection::finish_call(std::uint64_t call_id, std::string frame) {
   if (it == calls_.end()) return;  // answered DeadlineExceeded already
   forget_call(it);
   send(std::move(frame));
+  resume_if_below_limits();
 }
 
 void ServerConnection::on_deadline(std::uint64_t call_id) {
@@ -174,6 +222,7 @@ void ServerConnection::on_deadline(std::uint64_t call_id) {
   std::uint32_t stream_id = it->second.stream_id;
   forget_call(it);
   send_status(stream_id, Status(Code::kDeadlineExceeded, "context deadline exceeded"));
+  resume_if_below_limits();
 }
 
 void ServerConnection::forget_call(std::unordered_map<std::uint64_t, InFlight>::iterator it) {
@@ -204,9 +253,10 @@ void ServerConnection::write() {
                       }
                       if (more) {
                         self->write();
-                        return;
+                      } else {
+                        self->maybe_close_idle();
                       }
-                      self->maybe_close_idle();
+                      self->resume_if_below_limits();
                     });
 }
 

@@ -2,11 +2,11 @@
 // answers through a write queue, and enforces per-call deadlines.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <boost/asio/local/stream_protocol.hpp>
@@ -47,7 +47,9 @@ class ServerConnection final : public CallSink,
   };
 
   void read();
-  void on_read(const boost::system::error_code& error, std::size_t size);
+  void on_readable();
+  bool over_limits() const;
+  void resume_if_below_limits();
   void handle_frame(const Frame& frame);
   void handle_request(std::uint32_t stream_id, const std::string& message);
   void finish_call(std::uint64_t call_id, std::string frame);
@@ -67,7 +69,8 @@ class ServerConnection final : public CallSink,
   std::uint64_t next_call_id_ = 1;
   bool closed_ = false;
   bool close_when_idle_ = false;
-  std::array<char, 32 * 1024> read_buffer_;
+  bool waiting_readable_ = false;
+  bool paused_ = false;  // over a back-pressure limit: not reading until below half
 };
 
 }  // namespace shim::ttrpc

@@ -2,6 +2,7 @@
 // on the server's executor, except the atomic counters.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -28,6 +29,9 @@ struct ServerContext {
   const ServerOptions options;
   std::atomic<std::size_t> connection_count{0};
   std::atomic<std::size_t> calls_in_flight{0};
+  // Every connection reads into this one buffer and copies only the bytes of frames in
+  // progress (its decoder's), so an idle connection costs no read buffer.
+  std::array<char, 64 * 1024> read_buffer;
 };
 
 class TtrpcServer::Impl : public std::enable_shared_from_this<TtrpcServer::Impl> {
@@ -54,6 +58,7 @@ class TtrpcServer::Impl : public std::enable_shared_from_this<TtrpcServer::Impl>
   void adopt(int fd);
   void close_acceptors();
   void finish_shutdown_if_done();
+  void schedule_trim();
 
   std::shared_ptr<ServerContext> context_;
   boost::asio::any_io_executor executor_;
@@ -62,6 +67,7 @@ class TtrpcServer::Impl : public std::enable_shared_from_this<TtrpcServer::Impl>
   bool shutting_down_ = false;
   bool closed_ = false;
   std::function<void()> shutdown_done_;
+  bool trim_scheduled_ = false;
 };
 
 }  // namespace shim::ttrpc

@@ -23,6 +23,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "shim/process/call_deadline.h"
+
 namespace shim {
 
 class WorkPool {
@@ -66,9 +68,12 @@ class WorkPool {
 
 // Runs `work()` on the pool, then `reply(result)` (or `reply()` for void work) on `loop`.
 // Both callables must be copyable (std::function). false if the pool is stopping.
+// The caller's call deadline (shim/process/call_deadline.h) holds in `work` too.
 template <class Work, class Reply>
 bool post_and_reply(WorkPool& pool, boost::asio::any_io_executor loop, Work work, Reply reply) {
-  return pool.post([loop, work = std::move(work), reply = std::move(reply)]() mutable {
+  return pool.post([loop, deadline = current_call_deadline(), work = std::move(work),
+                    reply = std::move(reply)]() mutable {
+    CallDeadlineScope scope(deadline);
     if constexpr (std::is_void_v<std::invoke_result_t<Work&>>) {
       work();
       boost::asio::post(loop, std::move(reply));

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Soak and load, ours next to the Go shim (issue 13; not a CI test: it takes a while).
+
+    python3 benchmarks/soak.py --ours build/shim-runc/containerd-shim-runc-v2
+    python3 benchmarks/soak.py --execs 100000 --runs 10000 --exec-seconds 0 --run-seconds 0
+
+Per side (a private containerd each, benchmarks/shimbench/env.py):
+  1. execs into one container (`ctr task exec /bin/true`, one after another), sampling the
+     shim's RSS, fds, threads and zombie children every --every execs;
+  2. `ctr run --rm /bin/true` through one containerd, sampling containerd's RSS, fds and
+     threads, its zombie children, live shims and sockets left in /run/containerd/s;
+  3. 50 concurrent execs into one container (liveness probes): p50/p99 and failures;
+  4. 100 containers in one grouped shim: the shim's RSS, threads and fds.
+Counts stop at --execs/--runs or after --exec-seconds/--run-seconds (0: no time bound),
+whichever comes first; the counts reached are reported as they are. Writes
+benchmarks/results/<date>/soak.{json,md,png}. Needs root and gnuplot (installed on demand).
+"""
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from shimbench import chart, env, procs  # noqa: E402
+from shimbench.stats import percentile  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GO_SHIM = "/usr/bin/containerd-shim-runc-v2"
+SOCKET_DIR = "/run/containerd/s"
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def zombies(pid):
+    """Zombie children of `pid`."""
+    out = subprocess.run(["ps", "-o", "stat=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return sum(1 for s in out.split() if s.startswith("Z"))
+
+
+def sample(pid, count, began):
+    m = procs.memory(pid)
+    return {"n": count, "t": round(time.monotonic() - began, 1), "rss_kib": m["rss_kib"],
+            "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": m["threads"],
+            "zombies": zombies(pid)}
+
+
+def bounded(limit, seconds, began, done):
+    return done < limit and (seconds <= 0 or time.monotonic() - began < seconds)
+
+
+def exec_soak(side, limit, seconds, every):
+    cid = side.start_sleeper("soak")
+    try:
+        pid = side.daemon(cid)
+        began, n, failures, curve = time.monotonic(), 0, 0, []
+        curve.append(sample(pid, 0, began))
+        while bounded(limit, seconds, began, n):
+            r = side.ctr("task", "exec", "--exec-id", f"s{n}", cid, "/bin/true", check=False,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            failures += r.returncode != 0
+            n += 1
+            if n % every == 0:
+                curve.append(sample(pid, n, began))
+        curve.append(sample(pid, n, began))
+        return {"count": n, "failures": failures, "seconds": round(time.monotonic() - began, 1),
+                "curve": curve}
+    finally:
+        side.remove(cid)
+
+
+def socket_count():
+    try:
+        return len(os.listdir(SOCKET_DIR))
+    except OSError:
+        return 0
+
+
+def run_soak(side, limit, seconds, every):
+    pid = side.process.pid
+    began, n, failures, curve = time.monotonic(), 0, 0, []
+    sockets_before = socket_count()
+
+    def point():
+        s = sample(pid, n, began)
+        s["live_shims"] = len(procs.shim_processes(side.address))
+        s["sockets_added"] = socket_count() - sockets_before
+        return s
+
+    curve.append(point())
+    while bounded(limit, seconds, began, n):
+        r = env.run(side.run_argv(side.cid(f"r{n}"), "/bin/true", rm=True), check=False,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        failures += r.returncode != 0
+        n += 1
+        if n % every == 0:
+            curve.append(point())
+    time.sleep(1)
+    curve.append(point())
+    return {"count": n, "failures": failures, "seconds": round(time.monotonic() - began, 1),
+            "curve": curve}
+
+
+def concurrent_execs(side, parallel=50, rounds=4):
+    cid = side.start_sleeper("probes")
+    try:
+        def one(i):
+            began = time.monotonic()
+            r = side.ctr("task", "exec", "--exec-id", f"p{i}", cid, "/bin/true", check=False,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            return time.monotonic() - began, r.returncode == 0, r.stderr.strip()[-200:]
+        results = []
+        with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+            for k in range(rounds):
+                results += pool.map(one, range(k * parallel, (k + 1) * parallel))
+        times = [t for t, _, _ in results]
+        return {"parallel": parallel, "count": len(results),
+                "failures": sum(1 for _, ok, _ in results if not ok),
+                "errors": sorted({e for _, ok, e in results if not ok})[:3],
+                "p50_ms": round(percentile(times, 50) * 1000), "p99_ms": round(percentile(times, 99) * 1000)}
+    finally:
+        side.remove(cid)
+
+
+def grouped(side, count=100):
+    group = f"io.containerd.runc.v2.group={side.ws.namespace}-{side.name}-pod"
+    cids = [side.cid(f"g{i}") for i in range(count)]
+    began = time.monotonic()
+    failures = 0
+    for cid in cids:
+        argv = side.run_argv(cid, "/bin/sleep", "1000000", detach=True)
+        argv.insert(argv.index("--rootfs"), "--annotation")
+        argv.insert(argv.index("--rootfs"), group)
+        failures += env.run(argv, check=False, stdout=subprocess.DEVNULL).returncode != 0
+    took = time.monotonic() - began
+    try:
+        time.sleep(1)
+        shims = {pid for pid, argv in procs.shim_processes(side.address).items()
+                 if argv[-1] not in ("start", "delete")}
+        pid = next(iter(shims)) if len(shims) == 1 else None
+        m = procs.memory(pid) if pid else {}
+        return {"containers": count, "failures": failures, "shim_daemons": len(shims),
+                "start_all_s": round(took, 1), "rss_kib": m.get("rss_kib"),
+                "pss_kib": m.get("pss_kib"), "threads": m.get("threads"),
+                "fds": len(os.listdir(f"/proc/{pid}/fd")) if pid else None}
+    finally:
+        side.remove(*cids)
+
+
+def draw(results, png):
+    chart.ensure_gnuplot()
+    data = {}
+    for side, r in results.items():
+        for phase, key in (("execs", "exec"), ("runs", "run")):
+            path = f"{png}.{side}.{key}.dat"
+            with open(path, "w") as f:
+                for s in r[phase]["curve"]:
+                    f.write(f"{s['n']} {s['rss_kib'] / 1024:.2f} {s['fds']} {s['threads']} {s['zombies']}\n")
+            data[(side, key)] = path
+    plots = []
+    for key, title, who in (("exec", "execs into one container", "shim"),
+                            ("run", "ctr run --rm through one containerd", "containerd")):
+        lines = []
+        for side in results:
+            path = data[(side, key)]
+            lines.append(f"'{path}' using 1:2 with lines lw 2 title '{side} {who} RSS (MiB)'")
+            lines.append(f"'{path}' using 1:3 with lines dt 2 title '{side} {who} fds'")
+            lines.append(f"'{path}' using 1:4 with lines dt 3 title '{side} {who} threads'")
+            lines.append(f"'{path}' using 1:5 with points pt 7 title '{side} zombies'")
+        plots.append(f"set title '{title}'; set xlabel 'count'; plot " + ", ".join(lines))
+    script = (f"set terminal pngcairo size 1500,600 font 'DejaVu Sans,10'; set output '{png}';"
+              "set multiplot layout 1,2; set key left top; set grid; set yrange [0:*]; set offsets 0,0,4,0;"
+              + "; ".join(plots) + "; unset multiplot")
+    subprocess.run(["gnuplot", "-e", script], check=True)
+    for path in data.values():
+        os.unlink(path)
+
+
+def summary(results):
+    rows = ["| | " + " | ".join(results) + " |", "|---" * (len(results) + 1) + "|"]
+
+    def row(label, fn):
+        rows.append(f"| {label} | " + " | ".join(fn(r) for r in results.values()) + " |")
+
+    def flat(r, phase, field, unit=1, fmt="{:.1f}"):
+        c = r[phase]["curve"]
+        return f"{fmt.format(c[0][field] / unit)} -> {fmt.format(max(s[field] for s in c) / unit)} " \
+               f"(max) -> {fmt.format(c[-1][field] / unit)}"
+    row("execs (count, failures, seconds)", lambda r: f"{r['execs']['count']}, {r['execs']['failures']}, {r['execs']['seconds']} s")
+    row("shim RSS MiB first -> max -> last", lambda r: flat(r, "execs", "rss_kib", 1024))
+    row("shim fds", lambda r: flat(r, "execs", "fds", fmt="{:.0f}"))
+    row("shim threads", lambda r: flat(r, "execs", "threads", fmt="{:.0f}"))
+    row("shim zombie children (max)", lambda r: str(max(s["zombies"] for s in r["execs"]["curve"])))
+    row("`ctr run --rm` (count, failures, seconds)", lambda r: f"{r['runs']['count']}, {r['runs']['failures']}, {r['runs']['seconds']} s")
+    row("containerd RSS MiB first -> max -> last", lambda r: flat(r, "runs", "rss_kib", 1024))
+    row("containerd fds", lambda r: flat(r, "runs", "fds", fmt="{:.0f}"))
+    row("containerd zombie children (max)", lambda r: str(max(s["zombies"] for s in r["runs"]["curve"])))
+    row("live shims / sockets added at the end", lambda r: f"{r['runs']['curve'][-1]['live_shims']} / {r['runs']['curve'][-1]['sockets_added']}")
+    row("50 concurrent execs x4: p50 / p99, failures", lambda r: f"{r['concurrent']['p50_ms']} / {r['concurrent']['p99_ms']} ms, {r['concurrent']['failures']}")
+    row("100 containers, one grouped shim: daemons, RSS, threads, fds",
+        lambda r: f"{r['grouped']['shim_daemons']}, {(r['grouped']['rss_kib'] or 0) / 1024:.1f} MiB, "
+                  f"{r['grouped']['threads']}, {r['grouped']['fds']}")
+    row("100 containers: start all (s), failures", lambda r: f"{r['grouped']['start_all_s']}, {r['grouped']['failures']}")
+    return "\n".join(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ours", default=os.path.join(REPO, "build/shim-runc/containerd-shim-runc-v2"))
+    parser.add_argument("--no-go", action="store_true")
+    parser.add_argument("--only", choices=("ours", "go"), help="one side only (results of "
+                        "two runs merge: an existing soak.json in --out keeps the other side)")
+    parser.add_argument("--execs", type=int, default=100000)
+    parser.add_argument("--exec-seconds", type=float, default=600)
+    parser.add_argument("--runs", type=int, default=10000)
+    parser.add_argument("--run-seconds", type=float, default=300)
+    parser.add_argument("--every", type=int, default=100, help="sample every N execs/runs")
+    parser.add_argument("--out", help="results folder (default benchmarks/results/<date>)")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("soak: needs root")
+    binaries = [("ours", args.ours)] + ([] if args.no_go else [("go", GO_SHIM)])
+    if args.only:
+        binaries = [b for b in binaries if b[0] == args.only]
+    ws = env.Workspace(REPO)
+    results = {}
+    try:
+        ws.build_rootfs()
+        for name, binary in binaries:
+            side = env.Side(name, name, binary, ws)
+            side.start()
+            try:
+                r = results[name] = {}
+                log(f"{name}: execs into one container ...")
+                r["execs"] = exec_soak(side, args.execs, args.exec_seconds, args.every)
+                log(f"{name}: ctr run --rm ...")
+                r["runs"] = run_soak(side, args.runs, args.run_seconds, max(1, args.every // 4))
+                log(f"{name}: 50 concurrent execs ...")
+                r["concurrent"] = concurrent_execs(side)
+                log(f"{name}: 100 containers in one grouped shim ...")
+                r["grouped"] = grouped(side)
+            finally:
+                side.stop()
+    finally:
+        ws.cleanup()
+    out = args.out or os.path.join(REPO, "benchmarks", "results", datetime.date.today().isoformat())
+    os.makedirs(out, exist_ok=True)
+    previous = os.path.join(out, "soak.json")
+    if args.only and os.path.exists(previous):
+        with open(previous) as f:
+            old = json.load(f)["results"]
+        results = {**{k: v for k, v in old.items() if k not in results}, **results}
+        results = dict(sorted(results.items(), key=lambda kv: kv[0] != "ours"))
+    with open(os.path.join(out, "soak.json"), "w") as f:
+        json.dump({"args": vars(args), "results": results}, f, indent=1)
+    draw(results, os.path.join(out, "soak.png"))
+    text = summary(results)
+    with open(os.path.join(out, "soak.md"), "w") as f:
+        f.write(f"# Soak and load\n\n`python3 benchmarks/soak.py` with {vars(args)}\n\n{text}\n\n![curves](soak.png)\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
