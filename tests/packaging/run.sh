@@ -30,8 +30,7 @@ cleanup() {
   [[ -n "${PKG_WORK:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
-integration_tests=$build/tests/integration_tests
-[[ -x $integration_tests ]] || { echo "packaging: $integration_tests missing (run the main build first)" >&2; exit 1; }
+integration_tests=$build/tests/integration_tests  # needed at step 4 only
 
 step_start=$SECONDS
 step() {
@@ -138,6 +137,7 @@ consumer_build "$work/consumer-usr"
 ldd "$work/consumer-usr/make/containerd-shim-consumer-v1" | grep -q '=> /usr/lib/.*libshim.so.0\|=> /lib/.*libshim.so.0' ||
   fail "the /usr consumer does not load the packaged libshim.so.0"
 
+[[ -x $integration_tests ]] || fail "$integration_tests missing (run the main build first)"
 run_consumers() {  # <label> [env...]: every consumer shim under one containerd
   local label=$1
   shift

@@ -78,7 +78,7 @@ class LifecycleEvents {
   // containerd; an init whose start failed is handled like a created init.
   void start_failed(StartToken token);
 
-  // Publishes /tasks/delete; the container's processes are forgotten.
+  // Publishes /tasks/delete (forget() drops the processes).
   void deleted(const containerd::events::TaskDelete& event);
   // Publish /tasks/paused, /tasks/resumed and /tasks/oom for `container_id`.
   void paused(const std::string& container_id);

@@ -41,7 +41,7 @@ class ProcessHandle {
 
   // Whether it names a process at all.
   bool valid() const { return pid_ > 0; }
-  // The process's pid (0 when not valid()).
+  // The process's pid (as given; not positive when not valid()).
   pid_t pid() const { return pid_; }
   // -1 without a pidfd. Readable (poll) once the process has exited.
   int pidfd() const { return pidfd_; }
