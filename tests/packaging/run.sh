@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Shipping libshim, as a vendor and a distribution get it (issue 11). Run by tests/run.sh
 # after the main build and ctest; needs that build's integration_tests ($BUILD_DIR).
-#   1. Release (gcc) and Debug (clang) builds of the library and the shims, warnings as
-#      errors (LIBSHIM_WERROR=ON). Only what is installed: no tests, no benchmarks.
+#   1. Release (gcc) and, at the end, Debug (clang) builds of the library and the shims,
+#      warnings as errors (LIBSHIM_WERROR=ON). Only what is installed: no tests, no
+#      benchmarks.
 #   2. cmake --install of the Release build into a temp prefix, then moved elsewhere
 #      (relocatable); tests/consumer built there with find_package (shared libshim, static
 #      libshim, and a variant with full libprotobuf + grpc++) and with its Makefile
@@ -48,11 +49,9 @@ lib_build() {  # <dir> <cmake args...>: configure and build the library and the 
   cmake --build "$dir" -j "$jobs"
 }
 
-# --- 1. the extra build configurations -------------------------------------------------
+# --- 1. the Release build (the Debug clang build comes last) -----------------------------
 step "Release, gcc, LIBSHIM_WERROR=ON"
 lib_build "$work/release" -DCMAKE_BUILD_TYPE=Release
-step "Debug, clang, LIBSHIM_WERROR=ON"
-lib_build "$work/debug-clang" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++
 
 # --- 2. install into a prefix, move it, build the consumer ------------------------------
 step "cmake --install into a temp prefix, moved afterwards"
@@ -90,8 +89,16 @@ consumer_build() {  # <dir> <extra cmake args...>
 }
 step "consumer against the temp prefix (find_package, pkg-config, gRPC variant)"
 (export PKG_CONFIG_PATH=$prefix/lib/pkgconfig && consumer_build "$work/consumer-prefix" -DCMAKE_PREFIX_PATH="$prefix")
-ldd "$work/consumer-prefix/make/containerd-shim-consumer-v1" | grep -q "$prefix/lib/libshim.so.0" ||
-  fail "the pkg-config consumer does not load the prefix's libshim.so.0"
+# The library each consumer loads, resolved: <binary> <expected real path of libshim.so.0>
+check_loads() {
+  local loaded
+  loaded=$(ldd "$1" | awk '$1 == "libshim.so.0" {print $3}')
+  [[ -n $loaded && $(readlink -f "$loaded") == "$(readlink -f "$2")" ]] ||
+    fail "$1 loads libshim.so.0 from '$loaded', not $2"
+}
+for bin in cmake/containerd-shim-consumer-v1 cmake/containerd-shim-consumer-grpc-v1 make/containerd-shim-consumer-v1; do
+  check_loads "$work/consumer-prefix/$bin" "$prefix/lib/libshim.so.0"
+done
 
 # --- 3. the Debian packages --------------------------------------------------------------
 step "Debian packages (dpkg-buildflags, hardening=+all, prefix /usr)"
@@ -134,8 +141,9 @@ dpkg -i "${debs[@]}" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpk
 
 step "consumer against /usr (find_package, pkg-config, gRPC variant)"
 consumer_build "$work/consumer-usr"
-ldd "$work/consumer-usr/make/containerd-shim-consumer-v1" | grep -q '=> /usr/lib/.*libshim.so.0\|=> /lib/.*libshim.so.0' ||
-  fail "the /usr consumer does not load the packaged libshim.so.0"
+for bin in cmake/containerd-shim-consumer-v1 cmake/containerd-shim-consumer-grpc-v1 make/containerd-shim-consumer-v1; do
+  check_loads "$work/consumer-usr/$bin" "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libshim.so.0"
+done
 
 [[ -x $integration_tests ]] || fail "$integration_tests missing (run the main build first)"
 run_consumers() {  # <label> [env...]: every consumer shim under one containerd
@@ -166,4 +174,8 @@ done
 [[ $(sha256sum /usr/bin/containerd-shim-runc-v2 2>/dev/null || true) == "$go_shim_sum" ]] ||
   fail "/usr/bin/containerd-shim-runc-v2 changed"
 flock -u 9
+
+# Last: nothing above depends on it, and the packaging steps fail sooner without it.
+step "Debug, clang, LIBSHIM_WERROR=ON"
+lib_build "$work/debug-clang" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++
 step "done"
