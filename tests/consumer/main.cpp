@@ -35,11 +35,19 @@ shim::Status spawn(shim::ServiceContext& context, const boost::json::value& proc
   return context.spawner.spawn(request, child);
 }
 
+// The rootfs containerd mounted, else the spec's root.path (`ctr run --rootfs`).
+std::string root_of(const shim::ContainerConfig& config) {
+  if (!config.rootfs.empty()) return config.rootfs;
+  const auto* root = config.spec.if_contains("root");
+  const auto* path = root != nullptr && root->is_object() ? root->as_object().if_contains("path") : nullptr;
+  std::string dir = path != nullptr && path->is_string() ? std::string(path->as_string()) : "rootfs";
+  return dir.starts_with('/') ? dir : config.bundle + "/" + dir;
+}
+
 class ConsumerInstance final : public shim::Instance {
  public:
   ConsumerInstance(shim::ServiceContext& context, const shim::ContainerConfig& config)
-      : context_(context), config_(config),
-        root_(config.rootfs.empty() ? config.bundle + "/rootfs" : config.rootfs) {}
+      : context_(context), config_(config), root_(root_of(config)) {}
 
   shim::Status create(const shim::ProcessStdio& stdio, std::uint32_t* pid) override {
     auto s = spawn(context_, config_.spec.at("process"), root_, stdio, consumer::agent_env(config_.id),

@@ -55,6 +55,7 @@ lib_build "$work/release" -DCMAKE_BUILD_TYPE=Release
 
 # --- 2. install into a prefix, move it, build the consumer ------------------------------
 step "cmake --install into a temp prefix, moved afterwards"
+rm -rf "$work/stage" "$work/prefix"  # a kept PKG_WORK holds the last run's
 cmake --install "$work/release" --prefix "$work/stage" >/dev/null
 mv "$work/stage" "$work/prefix"
 prefix=$work/prefix
@@ -62,11 +63,11 @@ grep -rl "$work/stage" "$prefix" && fail "the installed tree names the prefix it
 [[ $(readelf -d "$prefix/lib/libshim.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p') == libshim.so.0 ]] ||
   fail "libshim.so has no SONAME libshim.so.0"
 # libshim.so uses the system's protobuf runtime; it must not carry one of its own.
-nm -D --defined-only "$prefix/lib/libshim.so" | c++filt |
-  grep -E 'google::protobuf::(internal::fixed_address_empty_string|MessageLite::SerializeAsString)' &&
+defined=$(nm -D --defined-only "$prefix/lib/libshim.so" | c++filt)
+grep -E 'google::protobuf::(internal::fixed_address_empty_string|MessageLite::SerializeAsString)' <<<"$defined" &&
   fail "libshim.so defines protobuf runtime symbols"
 for shim in containerd-shim-runc-v2 containerd-shim-example-v1; do
-  file "$prefix/libexec/libshim/$shim" | grep -q 'statically linked' || fail "$shim is not static"
+  [[ $(file "$prefix/libexec/libshim/$shim") == *'statically linked'* ]] || fail "$shim is not static"
 done
 
 # Builds tests/consumer against the libshim that pkg-config/find_package see, in <dir>.
@@ -112,14 +113,18 @@ cpack --config "$work/deb/CPackConfig.cmake" -B "$work/debs" >"$work/cpack.log" 
 debs=("$work/debs"/libshim0_*.deb "$work/debs"/libshim-dev_*.deb "$work/debs"/libshim-runc-shim_*.deb
       "$work/debs"/libshim-example-shim_*.deb)
 for deb in "${debs[@]}"; do [[ -f $deb ]] || fail "missing $deb"; done
-dpkg-deb -c "$work/debs"/libshim-runc-shim_*.deb | grep -q ' ./usr/libexec/libshim/containerd-shim-runc-v2$' ||
+# Whole outputs in variables, then grep: `grep -q` in a pipe may end the writer early
+# (SIGPIPE), which pipefail would count as a failure.
+runc_files=$(dpkg-deb -c "$work/debs"/libshim-runc-shim_*.deb)
+grep -q ' ./usr/libexec/libshim/containerd-shim-runc-v2$' <<<"$runc_files" ||
   fail "libshim-runc-shim does not hold /usr/libexec/libshim/containerd-shim-runc-v2"
-dpkg-deb -c "$work/debs"/libshim-runc-shim_*.deb | grep -q ' ./usr/bin/' && fail "libshim-runc-shim installs into /usr/bin"
-dpkg-deb -I "$work/debs"/libshim0_*.deb shlibs | grep -q '^libshim 0 libshim0' || fail "libshim0 has no shlibs"
+grep -q ' ./usr/bin/' <<<"$runc_files" && fail "libshim-runc-shim installs into /usr/bin"
+[[ $(dpkg-deb -I "$work/debs"/libshim0_*.deb shlibs) == "libshim 0 libshim0 (>= "* ]] || fail "libshim0 has no shlibs"
 
 step "lintian"
-lintian --info --pedantic --no-tag-display-limit "${debs[@]}" >"$work/lintian.txt" 2>&1 || true
-grep -E '^[EWIPO]: ' "$work/lintian.txt" | sed -E 's/ \[.*//; s/ \(.*\.o\)//' | sort | uniq -c || true
+lintian --info --pedantic --show-overrides --tag-display-limit 0 "${debs[@]}" >"$work/lintian.txt" 2>&1 || true
+echo "lintian (--info --pedantic; O: overridden, with the reason in packaging/debian):"
+grep -E '^[EWIPO]: ' "$work/lintian.txt" | sed -E 's/ \(.*\.o\)//' | sort | uniq -c || echo "  no tags"
 grep -q '^E: ' "$work/lintian.txt" && { grep '^E: ' "$work/lintian.txt"; fail "lintian reports errors"; }
 
 # --- 4. install the packages, build against /usr, run every consumer shim ---------------
@@ -131,12 +136,13 @@ flock 9
 containerd_before=$(dpkg-query -W -f='${Version} ${Status}' containerd 2>/dev/null || true)
 go_shim_sum=$(sha256sum /usr/bin/containerd-shim-runc-v2 2>/dev/null || true)
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' &&
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == *'ok installed' ]] &&
     fail "$p is already installed on this machine (not ours to replace)"
 done
 installed=1
 dpkg -i "${debs[@]}" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i"; }
-/usr/libexec/libshim/containerd-shim-runc-v2 -v | grep -q "libshim:  $(sed -n 's/^project(libshim VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")" ||
+version=$(sed -n 's/^project(libshim VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+[[ $(/usr/libexec/libshim/containerd-shim-runc-v2 -v) == *"libshim:  $version"* ]] ||
   fail "the packaged runc shim reports another libshim version"
 
 step "consumer against /usr (find_package, pkg-config, gRPC variant)"
@@ -166,7 +172,7 @@ step "purge the .debs"
 dpkg --purge "${packages[@]}" >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg --purge"; }
 installed=0
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' && fail "$p still installed"
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == *'ok installed' ]] && fail "$p still installed"
 done
 [[ ! -e /usr/include/shim && ! -e /usr/libexec/libshim ]] || fail "files left under /usr after the purge"
 [[ $(dpkg-query -W -f='${Version} ${Status}' containerd 2>/dev/null || true) == "$containerd_before" ]] ||
