@@ -60,5 +60,7 @@ function(libshim_static_executable target)
     return()
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-  target_link_options(${target} PRIVATE -static -no-pie -Wl,--gc-sections -Wl,--fatal-warnings)
+  # clang links -static non-PIE by itself and warns that -no-pie is unused.
+  target_link_options(${target} PRIVATE -static $<$<CXX_COMPILER_ID:GNU>:-no-pie>
+                                        -Wl,--gc-sections -Wl,--fatal-warnings)
 endfunction()

@@ -13,6 +13,7 @@ packages=(
   strace procps iproute2 util-linux
   libgrpc++-dev protobuf-compiler-grpc containernetworking-plugins  # CRI tests and benchmark (tests/cri)
   debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it
+  doxygen python3 lintian file  # docs checks (docs/CMakeLists.txt), .debs (tests/packaging/run.sh)
 )
 
 missing=()

@@ -467,7 +467,7 @@ TEST_CASE("forwarder: the byte bound holds too", "[forwarder]") {
   IoThread io;
   EventForwarderOptions options;
   options.ttrpc_address = dir.sub("none.sock");
-  options.namespace_ = kNamespace;
+  options.ns = kNamespace;
   options.max_queued_bytes = 1000;
   EventForwarder forwarder(io.executor(), options, clock, logger);
   for (std::uint32_t n = 0; n < 100; ++n) forwarder.publish("/tasks/exit", exit_event(n));

@@ -6,15 +6,18 @@
 
 namespace shim {
 
+// The time source everything in the shim reads (never the system clock directly).
 class Clock {
  public:
   virtual ~Clock() = default;
+  // Now, as a wall-clock time point.
   virtual std::chrono::system_clock::time_point now() const = 0;
 };
 
 // The real clock (std::chrono::system_clock).
 class SystemClock final : public Clock {
  public:
+  // std::chrono::system_clock::now().
   std::chrono::system_clock::time_point now() const override;
 };
 

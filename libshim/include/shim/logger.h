@@ -22,12 +22,15 @@
 
 namespace shim {
 
+// Severity of a log line, lowest first (logrus's levels).
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
 
 // logrus names: "trace", "debug", "info", "warning", "error".
 std::string_view log_level_name(LogLevel level);
 
+// One key=value field of a log line; integers and bools are formatted as Go does.
 struct LogField {
+  // A field `k` with the value `v`, formatted.
   LogField(std::string k, std::string v) : key(std::move(k)), value(std::move(v)) {}
   LogField(std::string k, std::string_view v) : key(std::move(k)), value(v) {}
   LogField(std::string k, const char* v) : key(std::move(k)), value(v) {}
@@ -36,9 +39,10 @@ struct LogField {
     requires(!std::same_as<T, bool>)
   LogField(std::string k, T v) : key(std::move(k)), value(std::to_string(v)) {}
 
-  std::string key;
-  std::string value;
+  std::string key;    // logrus field name
+  std::string value;  // formatted value (quoted on output where Go would quote it)
 };
+// The fields of one line or the default fields of a Logger.
 using LogFields = std::vector<LogField>;
 
 // Where formatted lines go. write() gets one whole line including its '\n', may be
@@ -46,6 +50,7 @@ using LogFields = std::vector<LogField>;
 class LogSink {
  public:
   virtual ~LogSink() = default;
+  // Writes one formatted line.
   virtual void write(std::string_view line) = 0;
 };
 
@@ -56,6 +61,7 @@ class LogSink {
 // line that gets through. The shim must ignore SIGPIPE (it does) for a vanished reader.
 class FdLogSink final : public LogSink {
  public:
+  // Writes to `fd`, which stays open (not owned).
   explicit FdLogSink(int fd);
   void write(std::string_view line) override;
   // Lines not written, or not written completely.
@@ -72,6 +78,7 @@ class FdLogSink final : public LogSink {
 // serialized; the callback must not block.
 class CallbackLogSink final : public LogSink {
  public:
+  // Hands each line to `callback`.
   explicit CallbackLogSink(std::function<void(std::string_view line)> callback);
   void write(std::string_view line) override;
 
@@ -80,6 +87,7 @@ class CallbackLogSink final : public LogSink {
   std::function<void(std::string_view)> callback_;
 };
 
+// Formats logrus text lines at or above its level and writes them to its sink.
 class Logger {
  public:
   // `clock` must outlive the logger and its children.
@@ -90,13 +98,16 @@ class Logger {
   // default fields.
   Logger with(LogFields fields) const;
 
+  // The lowest level written.
   LogLevel level() const { return level_; }
   // Not synchronized: set the level before the logger is shared between threads.
   void set_level(LogLevel level) { level_ = level; }
+  // Whether lines at `level` are written.
   bool enabled(LogLevel level) const { return level >= level_; }
 
   // Per-call fields override default fields with the same key.
   void log(LogLevel level, std::string_view message, const LogFields& fields = {}) const;
+  // log() at that level.
   void trace(std::string_view message, const LogFields& fields = {}) const;
   void debug(std::string_view message, const LogFields& fields = {}) const;
   void info(std::string_view message, const LogFields& fields = {}) const;

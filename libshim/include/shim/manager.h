@@ -30,14 +30,14 @@ namespace shim {
 
 // What the `start` action knows, whichever containerd version called it.
 struct StartContext {
-  std::string id;             // task id being started
-  std::string ns;
-  std::string bundle;         // cwd of `start`
-  std::string grpc_address;
-  std::string ttrpc_address;
-  std::string socket_dir;     // BootstrapParams.socket_dir (2.3+) or /run/containerd/s
-  bool debug = false;
-  bool bootstrap_params = false;  // stdin was a 2.3+ BootstrapParams
+  std::string id;                        // task id being started
+  std::string ns;                        // -namespace
+  std::string bundle;                    // cwd of `start`
+  std::string grpc_address;              // -address: containerd's gRPC socket
+  std::string ttrpc_address;             // TTRPC_ADDRESS: where events go
+  std::string socket_dir;                // BootstrapParams.socket_dir (2.3+) or /run/containerd/s
+  bool debug = false;                    // -debug
+  bool bootstrap_params = false;         // stdin was a 2.3+ BootstrapParams
   std::optional<shim::pb::Any> options;  // runtime options, if any were sent
 };
 
@@ -68,12 +68,13 @@ struct ServerOptions {
   std::shared_ptr<LogSink> log_sink;
 };
 
+// What the `delete` action knows (containerd runs it for a task whose shim is gone).
 struct StopContext {
-  std::string id;
-  std::string ns;
-  std::string bundle;  // -bundle, else the cwd
-  std::string grpc_address;
-  bool debug = false;
+  std::string id;            // -id: the task
+  std::string ns;            // -namespace
+  std::string bundle;        // -bundle, else the cwd
+  std::string grpc_address;  // -address: containerd's gRPC socket
+  bool debug = false;        // -debug
 };
 
 class Manager {
@@ -83,6 +84,7 @@ class Manager {
   // Runtime name reported by -info and used as the log/error prefix, e.g.
   // "io.containerd.runc.v2".
   virtual std::string name() const = 0;
+  // Version and revision printed by -v (default: libshim's version, no revision).
   virtual std::string version() const;
   virtual std::string revision() const { return ""; }
 

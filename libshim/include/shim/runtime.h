@@ -42,18 +42,19 @@ struct ServiceContext;
 // runtime sends the pty master (SCM_RIGHTS), as runc's --console-socket does. libshim
 // owns the fds: they stay open until the call that received them returned.
 struct ProcessStdio {
-  int stdin = -1;
-  int stdout = -1;
-  int stderr = -1;
+  int stdin = -1;              // the process's stdin; -1: /dev/null
+  int stdout = -1;             // the process's stdout; -1: /dev/null
+  int stderr = -1;             // the process's stderr; -1: /dev/null
   std::string console_socket;  // set exactly when the process has a terminal
 
+  // Whether the process has a terminal (its stdio goes through the pty).
   bool terminal() const { return !console_socket.empty(); }
 };
 
 // A container as Create describes it.
 struct ContainerConfig {
-  std::string id;
-  std::string bundle;
+  std::string id;      // container (task) id
+  std::string bundle;  // the bundle directory (config.json, rootfs)
   // <bundle>/rootfs when Create carried mounts (libshim mounted them there and unmounts
   // them after remove()); empty when the spec's root is used as it is.
   std::string rootfs;
@@ -64,29 +65,31 @@ struct ContainerConfig {
   std::optional<pb::Any> options;
   // Create from this checkpoint image: start() restores instead of starting.
   std::string checkpoint;
-  std::string parent_checkpoint;
-  bool terminal = false;
+  std::string parent_checkpoint;  // CreateTaskRequest.parent_checkpoint
+  bool terminal = false;          // the init has a terminal (CreateTaskRequest.terminal)
 };
 
 // An exec process, as Exec described it and Start started it.
 struct ExecConfig {
-  std::string exec_id;
-  std::string spec;  // OCI Process JSON, "terminal" set to the request's value
-  ProcessStdio stdio;
+  std::string exec_id;  // ExecProcessRequest.exec_id
+  std::string spec;     // OCI Process JSON, "terminal" set to the request's value
+  ProcessStdio stdio;   // its stdio, made by libshim
 };
 
+// A checkpoint as CheckpointTask asked for it.
 struct CheckpointConfig {
-  std::string path;  // where the image goes (CheckpointTaskRequest.path)
-  std::optional<pb::Any> options;
+  std::string path;                // where the image goes (CheckpointTaskRequest.path)
+  std::optional<pb::Any> options;  // the runtime's checkpoint options, if sent (type_url as sent)
 };
 
 // Who owns the pipes libshim makes for a process's stdio (runc's IoUid/IoGid options);
 // -1: the shim's own uid or gid.
 struct StdioOwner {
-  int uid = -1;
-  int gid = -1;
+  int uid = -1;  // owner uid of the stdio pipes
+  int gid = -1;  // owner gid of the stdio pipes
 };
 
+// One container: its init and execs, created and driven by the runtime.
 class Instance {
  public:
   virtual ~Instance() = default;
@@ -125,6 +128,7 @@ class Instance {
   virtual Status pids(std::vector<std::uint32_t>* pids);
 };
 
+// A vendor's runtime: opens an Instance per container (one Runtime per shim daemon).
 class Runtime {
  public:
   virtual ~Runtime() = default;

@@ -21,12 +21,12 @@ class WorkPool;
 
 // Who this shim is, as containerd told it.
 struct ShimIdentity {
-  std::string ns;
-  std::string id;              // the task id the daemon was started for (or its group id)
-  std::string bundle;          // the daemon's cwd: the first task's bundle
-  std::string grpc_address;    // containerd's gRPC socket (-address)
-  std::string ttrpc_address;   // TTRPC_ADDRESS: where events go
-  bool debug = false;
+  std::string ns;             // -namespace
+  std::string id;             // the task id the daemon was started for (or its group id)
+  std::string bundle;         // the daemon's cwd: the first task's bundle
+  std::string grpc_address;   // containerd's gRPC socket (-address)
+  std::string ttrpc_address;  // TTRPC_ADDRESS: where events go
+  bool debug = false;         // -debug
 };
 
 // Lets a service end the shim: stop accepting, finish in-flight replies, flush events,
@@ -34,19 +34,21 @@ struct ShimIdentity {
 class ShutdownControl {
  public:
   virtual ~ShutdownControl() = default;
+  // Asks the shim to shut down (see above); returns at once.
   virtual void request_shutdown() = 0;
 };
 
+// What the daemon hands a plug-in. Every reference outlives the plug-in.
 struct ServiceContext {
   boost::asio::any_io_executor executor;  // the one event loop
-  Reaper& reaper;
-  Publisher& publisher;
-  const Clock& clock;
-  Spawner& spawner;
-  WorkPool& pool;  // small bounded pool for blocking runtime calls
-  Logger& logger;
-  ShutdownControl& shutdown;
-  ShimIdentity identity;
+  Reaper& reaper;                         // collects every child; see shim/process/reaper.h
+  Publisher& publisher;                   // task events to containerd, in order
+  const Clock& clock;                     // the time for events and logs
+  Spawner& spawner;                       // starts processes (fds closed, namespaces, hold)
+  WorkPool& pool;                         // small bounded pool for blocking runtime calls
+  Logger& logger;                         // the shim's log (containerd's log via the `log` FIFO)
+  ShutdownControl& shutdown;              // ends the shim
+  ShimIdentity identity;                  // who this shim is
 };
 
 }  // namespace shim

@@ -33,11 +33,15 @@ std::string_view code_name(Code code);
 
 class Status {
  public:
-  Status() = default;
+  Status() = default;  // OK
+  // `code` with `message` (the text containerd shows; empty for OK).
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
 
+  // Whether the code is OK.
   bool ok() const { return code_ == Code::kOk; }
+  // The gRPC status code.
   Code code() const { return code_; }
+  // The message, without the code.
   const std::string& message() const { return message_; }
   // "NotFound: container not created: not found"
   std::string to_string() const;
@@ -63,8 +67,10 @@ Status unknown(std::string message);
 // Thrown by handlers and helpers that prefer exceptions; servers turn it into its status.
 class StatusError : public std::runtime_error {
  public:
+  // Carries `status`; what() is its message.
   explicit StatusError(Status status)
       : std::runtime_error(status.message()), status_(std::move(status)) {}
+  // The status it carries.
   const Status& status() const { return status_; }
 
  private:

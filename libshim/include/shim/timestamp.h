@@ -13,6 +13,7 @@ namespace shim {
 // containerd release decodes it the same way; an absent field or 0 would not be.
 inline constexpr std::int64_t kGoZeroTimeSeconds = -62135596800;
 
+// A protobuf Timestamp (seconds + nanos since the epoch) of `t`.
 inline shim::pb::Timestamp to_timestamp(std::chrono::system_clock::time_point t) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   shim::pb::Timestamp ts;

@@ -26,7 +26,7 @@ Status shim_socket_path(const StopContext& context, Manager& manager, std::strin
   } else {
     StartContext start;
     start.id = context.id;
-    start.namespace_ = context.namespace_;
+    start.ns = context.ns;
     start.bundle = context.bundle;
     start.grpc_address = context.grpc_address;
     start.socket_dir = std::string(kDefaultSocketDir);
@@ -36,7 +36,7 @@ Status shim_socket_path(const StopContext& context, Manager& manager, std::strin
         !s.ok()) {
       return s;
     }
-    if (Status s = socket_address(context.grpc_address, context.namespace_, group, &address); !s.ok()) {
+    if (Status s = socket_address(context.grpc_address, context.ns, group, &address); !s.ok()) {
       return s;
     }
   }

@@ -26,15 +26,18 @@
 
 namespace shim {
 
+// One process of a container: its init (exec_id empty) or one of its execs.
 struct ProcessRef {
-  std::string container_id;
-  std::string exec_id;  // empty for the container's init process
+  std::string container_id;  // the container (task) id
+  std::string exec_id;       // empty for the container's init process
+  // Whether this is the container's init process.
   bool is_init() const { return exec_id.empty(); }
   friend auto operator<=>(const ProcessRef&, const ProcessRef&) = default;
 };
 
 class LifecycleEvents {
  public:
+  // What the plug-in does at two points of an exit's way to containerd.
   struct Hooks {
     // A tracked process was reaped: record its exit, kill the rest of the container if
     // needed, publish TaskOOM if the cgroup saw one. Runs before the TaskExit is queued.
@@ -47,6 +50,7 @@ class LifecycleEvents {
   // Identifies one start in progress.
   using StartToken = std::uint64_t;
 
+  // Publishes through `publisher`; `hooks` run on the loop.
   LifecycleEvents(Publisher& publisher, Hooks hooks);
 
   // Every exit the reaper reports (tracked or not).
@@ -62,6 +66,7 @@ class LifecycleEvents {
   // of a created but never started init is published as it comes (containerd accepts
   // create -> exit -> delete).
   void created(const containerd::events::TaskCreate& event);
+  // Exec `exec_id` was added to `container_id`: publishes /tasks/exec-added.
   void exec_added(const std::string& container_id, const std::string& exec_id);
 
   // A start (init or exec) is about to run. From now until it finishes, exits of pids
@@ -74,10 +79,13 @@ class LifecycleEvents {
   // containerd; an init whose start failed is handled like a created init.
   void start_failed(StartToken token);
 
+  // Publishes /tasks/delete (forget() drops the processes).
   void deleted(const containerd::events::TaskDelete& event);
+  // Publish /tasks/paused, /tasks/resumed and /tasks/oom for `container_id`.
   void paused(const std::string& container_id);
   void resumed(const std::string& container_id);
   void oom(const std::string& container_id);
+  // Publishes any other event under `topic`, in order with the rest.
   void publish(std::string_view topic, const google::protobuf::MessageLite& event);
 
   // The process is gone from the plug-in (exec deleted, container deleted).

@@ -23,9 +23,10 @@ namespace shim {
 struct CgroupFs {
   std::string root = "/sys/fs/cgroup";  // v1: holds <controller>/ dirs; v2: the unified mount
   std::string proc = "/proc";           // <pid>/cgroup, self/mountinfo, partitions
-  std::string hugepages = "/sys/kernel/mm/hugepages";
+  std::string hugepages = "/sys/kernel/mm/hugepages";  // hugepage sizes (hugetlb statistics)
 };
 
+// cgroup v1 (one hierarchy per controller) or v2 (one unified hierarchy).
 enum class CgroupVersion { kV1, kV2 };
 
 // The host's mode as containerd's cgroups.Mode() sees it, reduced to what the runc shim
@@ -37,16 +38,16 @@ CgroupVersion host_cgroup_version(const std::string& root = "/sys/fs/cgroup");
 // {memory: /a, cpu: /b, cpuacct: /b}; "1:name=systemd:/c" gives {name=systemd: /c};
 // "0::/d" gives the unified path /d.
 struct ProcCgroup {
-  std::map<std::string, std::string> controllers;
-  std::string unified;
-  bool has_unified = false;
+  std::map<std::string, std::string> controllers;  // controller -> path (each of a line's)
+  std::string unified;                             // the "0::" line's path
+  bool has_unified = false;                        // whether there was a "0::" line
 };
 // Unknown `invalid cgroup entry: "<line>"` for a line without two colons.
 shim::Status parse_proc_cgroup(std::string_view text, ProcCgroup* out);
 
 // A loaded cgroup: absolute directories.
 struct CgroupPaths {
-  CgroupVersion version = CgroupVersion::kV1;
+  CgroupVersion version = CgroupVersion::kV1;  // v1: `controllers` hold the paths; v2: `unified`
   // v1: controller name -> its cgroup directory ("memory" -> /sys/fs/cgroup/memory/x/y),
   // only controllers whose directory existed at load time.
   std::map<std::string, std::string> controllers;

@@ -18,13 +18,15 @@
 
 namespace shim {
 
+// One mount of CreateTaskRequest.rootfs, as `mount` takes it.
 struct MountEntry {
-  std::string type;
-  std::string source;
-  std::string target;  // relative to the rootfs; "" for the rootfs itself (1.7+)
-  std::vector<std::string> options;
+  std::string type;                  // filesystem type ("overlay", "bind", ...)
+  std::string source;                // device, directory or filesystem-specific source
+  std::string target;                // relative to the rootfs; "" for the rootfs itself (1.7+)
+  std::vector<std::string> options;  // mount(8) -o options, one per entry
 };
 
+// The Mount messages of a CreateTaskRequest as MountEntry values.
 std::vector<MountEntry> mount_entries(
     const google::protobuf::RepeatedPtrField<containerd::types::Mount>& mounts);
 

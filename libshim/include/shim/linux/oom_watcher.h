@@ -34,6 +34,7 @@ class OomWatcher {
   // Called on the loop with the container id; may call add/remove/check.
   using OnOom = std::function<void(const std::string& container_id)>;
 
+  // Reports through `on_oom` on `loop`; logs watch failures to `logger`.
   OomWatcher(boost::asio::any_io_executor loop, shim::Logger logger, OnOom on_oom);
   ~OomWatcher();
   OomWatcher(const OomWatcher&) = delete;
@@ -52,6 +53,7 @@ class OomWatcher {
   // pending v1 wake-up). For on_reaped of init, before the exit is published.
   void check(const std::string& id);
 
+  // Whether `id` is watched (added and not removed).
   bool contains(const std::string& id) const { return watches_.count(id) != 0; }
   // Whether `id`'s fd is still open (false after its cgroup went away or emptied (v2)).
   bool monitoring(const std::string& id) const;

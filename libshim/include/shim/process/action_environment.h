@@ -22,6 +22,7 @@ class ActionEnvironment {
   ActionEnvironment(const ActionEnvironment&) = delete;
   ActionEnvironment& operator=(const ActionEnvironment&) = delete;
 
+  // The reaper and the spawner to run the runtime with; valid while this lives.
   Reaper& reaper();
   Spawner& spawner();
 

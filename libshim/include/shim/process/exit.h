@@ -7,8 +7,9 @@
 
 namespace shim {
 
+// A reaped child: pid, exit status as containerd reports it, and when.
 struct ProcessExit {
-  pid_t pid = 0;
+  pid_t pid = 0;  // the reaped child
   // What containerd reports: the exit code, or 128 + signal number when a signal killed
   // the process (the shell's convention, used by the Go reaper too).
   int status = 0;
@@ -24,6 +25,7 @@ struct ProcessExit {
 // else (a stop or continue status is never a valid exit).
 int exit_status_from_wait(int wait_status);
 
+// A ProcessExit from waitpid()'s `wait_status` (status by exit_status_from_wait).
 ProcessExit make_process_exit(pid_t pid, int wait_status,
                               std::chrono::system_clock::time_point exited_at);
 

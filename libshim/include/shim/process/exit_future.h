@@ -23,12 +23,15 @@ namespace detail {
 struct ExitState;
 }
 
+// Receives an exit, or std::nullopt when the producer gave up.
 using ExitWaitCallback = std::function<void(const std::optional<ProcessExit>&)>;
 
+// The waiting side: copyable, shares the state with its ExitPromise.
 class ExitFuture {
  public:
   ExitFuture() = default;
 
+  // Whether it belongs to a promise (a default-constructed future does not).
   bool valid() const { return state_ != nullptr; }
   // The exit is known, or the producer gave up.
   bool ready() const;
@@ -50,15 +53,17 @@ class ExitFuture {
   std::shared_ptr<detail::ExitState> state_;
 };
 
+// The producing side: set once by the reaper when the process exits.
 class ExitPromise {
  public:
   ExitPromise();
   ~ExitPromise();  // abandons a promise that was never set
-  ExitPromise(ExitPromise&&) noexcept = default;
-  ExitPromise& operator=(ExitPromise&& other) noexcept;
+  ExitPromise(ExitPromise&&) noexcept = default;  // moves the state; the source is left empty
+  ExitPromise& operator=(ExitPromise&& other) noexcept;  // abandons this one's state first
   ExitPromise(const ExitPromise&) = delete;
   ExitPromise& operator=(const ExitPromise&) = delete;
 
+  // A future on this promise's state (any number of them).
   ExitFuture future() const { return ExitFuture(state_); }
 
   // The first of set() / abandon() wins; later calls do nothing.

@@ -27,9 +27,9 @@ class ProcessHandle {
   ProcessHandle() = default;
   // Adopts `pidfd` (-1: none, kill(2) fallback).
   ProcessHandle(pid_t pid, int pidfd) : pid_(pid), pidfd_(pidfd) {}
-  ~ProcessHandle();
-  ProcessHandle(ProcessHandle&& other) noexcept;
-  ProcessHandle& operator=(ProcessHandle&& other) noexcept;
+  ~ProcessHandle();                                          // closes the pidfd
+  ProcessHandle(ProcessHandle&& other) noexcept;             // takes over `other`'s pid and pidfd
+  ProcessHandle& operator=(ProcessHandle&& other) noexcept;  // closes its own pidfd first
   ProcessHandle(const ProcessHandle&) = delete;
   ProcessHandle& operator=(const ProcessHandle&) = delete;
 
@@ -39,7 +39,9 @@ class ProcessHandle {
   // Whether this kernel has pidfd_open / pidfd_send_signal.
   static bool pidfd_supported();
 
+  // Whether it names a process at all.
   bool valid() const { return pid_ > 0; }
+  // The process's pid (as given; not positive when not valid()).
   pid_t pid() const { return pid_; }
   // -1 without a pidfd. Readable (poll) once the process has exited.
   int pidfd() const { return pidfd_; }

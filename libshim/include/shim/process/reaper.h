@@ -31,11 +31,12 @@
 
 namespace shim {
 
+// Receives one exit the reaper fans out.
 using ExitCallback = std::function<void(const ProcessExit&)>;
 
 // A child whose exit was claimed by the caller that started it.
 struct ClaimedProcess {
-  pid_t pid = -1;
+  pid_t pid = -1;        // the child the caller started
   ProcessHandle handle;  // signal it (e.g. SIGKILL on timeout) without pid-reuse risk
   ExitFuture exit;       // wait() on a pool thread, or async_wait() from the loop
 };

@@ -22,12 +22,13 @@ Status spawn_and_wait(Reaper& reaper, Spawner& spawner, const SpawnRequest& requ
 
 // Where run_and_capture sends the child's stdout or stderr.
 enum class OutputRoute {
-  kCapture,       // a pipe of its own, read into CaptureResult::out (stdout) or ::err
+  kCapture,       // a pipe of its own, read into CaptureResult::out or CaptureResult::err
   kSameAsStdout,  // stderr only: wherever stdout goes (`2>&1`); with stdout captured,
                   // both land interleaved in CaptureResult::out
   kAsRequested,   // the fd SpawnRequest::fds maps to it; /dev/null when none
 };
 
+// How run_and_capture feeds the child and what it keeps of its output.
 struct CaptureOptions {
   // Written to the child's stdin, which is then closed. Empty: stdin is the fd
   // SpawnRequest::fds maps to 0 (/dev/null when none).
@@ -41,14 +42,15 @@ struct CaptureOptions {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
+// What run_and_capture observed of the child.
 struct CaptureResult {
   // Whether the child was spawned: false when the Status is a setup or spawn failure.
   bool started = false;
-  ProcessExit exit;
-  std::string out;
-  std::string err;
-  bool out_truncated = false;
-  bool err_truncated = false;
+  ProcessExit exit;  // its exit (when started)
+  std::string out;  // captured stdout (and stderr with kSameAsStdout), at most max_output
+  std::string err;  // captured stderr
+  bool out_truncated = false;  // stdout went beyond max_output
+  bool err_truncated = false;  // stderr went beyond max_output
 };
 
 // Runs `request` with stdin, stdout and stderr routed as `options` says (a route other

@@ -15,6 +15,7 @@
 
 namespace shim {
 
+// What to start, and how: a process, optionally in namespaces and a root of its own.
 struct SpawnRequest {
   // The executable. Without a '/', it is looked up in the shim's PATH.
   std::string path;
@@ -45,7 +46,7 @@ struct SpawnRequest {
   // `join_namespaces` says which (CLONE_NEWPID: the child is created in that pid
   // namespace).
   int join_pidfd = -1;
-  int join_namespaces = 0;
+  int join_namespaces = 0;  // CLONE_NEW* flags of the namespaces to enter
   // chroot(2) into this directory; cwd is then relative to it ("/" if empty).
   std::string root;
   // Mount a fresh proc at <root>/proc (needs CLONE_NEWNS, and CLONE_NEWPID to be useful).
@@ -64,13 +65,15 @@ struct SpawnRequest {
 class ProcessGate {
  public:
   ProcessGate() = default;
+  // Used by the Spawner: the child waits on `go_fd`, reports its exec on `result_fd`.
   ProcessGate(int go_fd, int result_fd, std::string path);
-  ~ProcessGate();
-  ProcessGate(ProcessGate&& other) noexcept;
-  ProcessGate& operator=(ProcessGate&& other) noexcept;
+  ~ProcessGate();                                        // an unreleased child exits (127)
+  ProcessGate(ProcessGate&& other) noexcept;             // takes over `other`'s child
+  ProcessGate& operator=(ProcessGate&& other) noexcept;  // drops (ends) its own child first
   ProcessGate(const ProcessGate&) = delete;
   ProcessGate& operator=(const ProcessGate&) = delete;
 
+  // Whether it holds a child that was not released yet.
   bool valid() const { return go_fd_ >= 0; }
   // Lets the child exec and blocks until it did ("exec <path>: <strerror>" when that
   // failed, FailedPrecondition when already released). Any thread, once.
@@ -84,6 +87,7 @@ class ProcessGate {
   std::string path_;
 };
 
+// A child that Spawner::spawn() started.
 struct SpawnedProcess {
   // The child's pid. When the exec failed this is still the pid of the child that
   // failed (already reaped, by the spawner or by whoever reaped it first), so a reaper can
@@ -93,6 +97,7 @@ struct SpawnedProcess {
   ProcessGate gate;      // valid for a `hold` request
 };
 
+// Starts child processes for the shim and its plug-ins (see the file's description).
 class Spawner {
  public:
   virtual ~Spawner() = default;

@@ -10,12 +10,15 @@ namespace shim {
 class Subscription {
  public:
   Subscription() = default;
+  // Owns a registration; `cancel` undoes it (run once, by reset() or the destructor).
   explicit Subscription(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
-  ~Subscription() { reset(); }
+  ~Subscription() { reset(); }  // reset()
 
+  // Takes over `other`'s registration.
   Subscription(Subscription&& other) noexcept : cancel_(std::move(other.cancel_)) {
     other.cancel_ = nullptr;
   }
+  // Unregisters its own registration, then takes over `other`'s.
   Subscription& operator=(Subscription&& other) noexcept {
     if (this == &other) return *this;
     reset();
@@ -33,6 +36,7 @@ class Subscription {
     cancel_ = nullptr;
     if (cancel) cancel();
   }
+  // Whether it still holds a registration.
   bool active() const { return static_cast<bool>(cancel_); }
 
  private:

@@ -47,12 +47,15 @@ class Reaper;
 class Spawner;
 struct ServiceContext;
 
+// How the stdio bytes are copied between containerd's FIFOs and the process.
 enum class CopyMethod {
   kSplice,     // splice(2) where both ends allow it, read/write otherwise
   kReadWrite,  // always read/write through a user-space buffer
 };
 
+// How long a binary:// logger has to signal readiness (its fd 5), as in the Go shim.
 inline constexpr std::chrono::milliseconds kLoggerReadyTimeout{60000};
+// How long Delete waits for a logger after SIGTERM before SIGKILL, as in the Go shim.
 inline constexpr std::chrono::milliseconds kLoggerStopGrace{12000};
 
 // How a binary:// or binary-v2:// logger is started and stopped.
@@ -62,10 +65,11 @@ struct BinaryLoggerSettings {
   // CONTAINER_ID: the process's id as the Go shim passes it, i.e. the container id for
   // init and the exec id for an exec.
   std::string process_id;
-  std::string ns;  // CONTAINER_NAMESPACE
-  std::chrono::milliseconds ready_timeout = kLoggerReadyTimeout;
-  std::chrono::milliseconds stop_grace = kLoggerStopGrace;
+  std::string ns;                                                 // CONTAINER_NAMESPACE
+  std::chrono::milliseconds ready_timeout = kLoggerReadyTimeout;  // readiness wait
+  std::chrono::milliseconds stop_grace = kLoggerStopGrace;        // SIGTERM -> SIGKILL at stop
 
+  // Whether a logger can be started (a reaper and a spawner are set).
   bool usable() const { return reaper != nullptr && spawner != nullptr; }
 };
 
@@ -74,23 +78,27 @@ BinaryLoggerSettings binary_logger_settings(ServiceContext& context, std::string
 
 // What CreateTaskRequest / ExecProcessRequest carry.
 struct StdioSpec {
-  std::string stdin;
-  std::string stdout;
-  std::string stderr;
-  bool terminal = false;
+  std::string stdin;      // stdin URI (a FIFO path), empty for none
+  std::string stdout;     // stdout URI: FIFO path, file://, binary:// or binary-v2://
+  std::string stderr;     // stderr URI, as stdout
+  bool terminal = false;  // stdio goes through a pty (console socket)
 
+  // No stream at all (every process stream is /dev/null).
   bool is_null() const { return stdin.empty() && stdout.empty() && stderr.empty(); }
 };
 
+// One of the three standard streams (the value is its fd number).
 enum class StdioStream { kStdin = 0, kStdout = 1, kStderr = 2 };
 
+// How ProcessIO::create sets things up.
 struct ProcessIOOptions {
-  CopyMethod copy_method = CopyMethod::kSplice;
+  CopyMethod copy_method = CopyMethod::kSplice;  // splice(2) unless a test asks for read/write
   // For binary:// and binary-v2:// stdout; without a reaper and spawner those schemes are
   // Unimplemented.
   BinaryLoggerSettings binary_logger;
 };
 
+// The stdio of one container process (see the file's description).
 class ProcessIO {
  public:
   // Errors: "unknown STDIO scheme <s>" (Unknown), Unimplemented for binary:// without
@@ -103,7 +111,9 @@ class ProcessIO {
   ProcessIO(const ProcessIO&) = delete;
   ProcessIO& operator=(const ProcessIO&) = delete;
 
+  // The request's stdio as given.
   const StdioSpec& spec() const;
+  // Whether the spec had no stream at all.
   bool is_null() const;
 
   // The runtime's ends of the pipes (stdin: read end; stdout/stderr: write ends), -1 for

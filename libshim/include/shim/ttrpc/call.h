@@ -21,11 +21,12 @@ inline constexpr std::uint32_t kMaxMessageSize = 4u << 20;  // 4 MiB, as in Go t
 // Request metadata in wire order; a key may repeat.
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
+// What a handler knows of one call.
 struct CallInfo {
-  std::string service;
-  std::string method;
-  std::uint32_t stream_id = 0;
-  Metadata metadata;
+  std::string service;          // e.g. "containerd.task.v2.Task"
+  std::string method;           // e.g. "Create"
+  std::uint32_t stream_id = 0;  // the call's stream id on its connection
+  Metadata metadata;            // the request's metadata
   // From the request's timeout_nano; none when the client sent 0.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 
@@ -44,10 +45,12 @@ class CallState;
 // "ttrpc: handler dropped the call" so the client never hangs.
 class Responder {
  public:
+  // Used by the server: completes the call whose state it shares.
   explicit Responder(std::shared_ptr<detail::CallState> state) : state_(std::move(state)) {}
 
   void reply(std::string payload) const;  // status OK with this payload
   void fail(Status status) const;         // status only, empty payload
+  // Whether the call was completed (or can no longer be).
   bool done() const;
 
  private:

@@ -17,17 +17,19 @@
 
 namespace shim::ttrpc {
 
+// Per call.
 struct CallOptions {
   // Sent as timeout_nano; the call fails with DeadlineExceeded locally when it passes.
   std::optional<std::chrono::nanoseconds> timeout;
-  Metadata metadata;
+  Metadata metadata;  // request metadata
 };
 
 // status OK -> payload is the serialized response message.
 using CallCallback = std::function<void(Status status, std::string payload)>;
 
+// Per connection.
 struct ClientOptions {
-  std::uint32_t max_message_size = kMaxMessageSize;
+  std::uint32_t max_message_size = kMaxMessageSize;  // larger frames are refused (both directions)
 };
 
 // All methods are thread-safe (they post to the executor); callbacks run on the
@@ -37,6 +39,7 @@ struct ClientOptions {
 // Unavailable otherwise; registered after the end, it is called at once (posted).
 class TtrpcClient : public std::enable_shared_from_this<TtrpcClient> {
  public:
+  // A client that will use `executor`; connect() before calling.
   static std::shared_ptr<TtrpcClient> create(boost::asio::any_io_executor executor,
                                              ClientOptions options = {});
   virtual ~TtrpcClient() = default;
@@ -46,9 +49,11 @@ class TtrpcClient : public std::enable_shared_from_this<TtrpcClient> {
   virtual void connect(std::string address, std::function<void(Status)> done) = 0;
   virtual void call(std::string service, std::string method, std::string payload,
                     CallOptions options, CallCallback done) = 0;
+  // Closes the connection; pending and later calls fail.
   virtual void close() = 0;
   // Called once, on the executor, when the connection ends for any reason.
   virtual void on_close(std::function<void(Status)> callback) = 0;
+  // Whether connect() succeeded and the connection has not ended.
   virtual bool connected() const = 0;
 
  protected:

@@ -10,14 +10,17 @@
 
 namespace shim::ttrpc {
 
+// Maps service + method to a handler (what the ttrpc server dispatches by).
 class Router {
  public:
+  // Registers `handler` for `service`/`method` (replacing an earlier one).
   void add(std::string_view service, std::string_view method, Handler handler);
 
   // The handler, or nullptr with `*error` = Unimplemented "service <name>" when the
   // service is unknown, "method <name>" when only the method is.
   const Handler* find(std::string_view service, std::string_view method, Status* error) const;
 
+  // Whether any method of `service` is registered.
   bool has_service(std::string_view service) const;
 
  private:

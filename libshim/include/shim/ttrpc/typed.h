@@ -13,13 +13,18 @@ namespace shim::ttrpc {
 template <class Response>
 class Reply {
  public:
+  // Answers through `responder`.
   explicit Reply(Responder responder) : responder_(std::move(responder)) {}
 
+  // Answers with `response` (status OK).
   void operator()(const Response& response) const {
     responder_.reply(response.SerializeAsString());
   }
+  // Answers with an error status.
   void fail(Status status) const { responder_.fail(std::move(status)); }
+  // Whether the call was answered already.
   bool done() const { return responder_.done(); }
+  // The untyped responder underneath.
   const Responder& responder() const { return responder_; }
 
  private:

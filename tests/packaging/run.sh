@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Shipping libshim, as a vendor and a distribution get it (issue 11). Run by tests/run.sh
+# after the main build and ctest; needs that build's integration_tests ($BUILD_DIR).
+#   1. Release (gcc) and, at the end, Debug (clang) builds of the library and the shims,
+#      warnings as errors (LIBSHIM_WERROR=ON). Only what is installed: no tests, no
+#      benchmarks.
+#   2. cmake --install of the Release build into a temp prefix, then moved elsewhere
+#      (relocatable); tests/consumer built there with find_package (shared libshim, static
+#      libshim, and a variant with full libprotobuf + grpc++) and with its Makefile
+#      through pkg-config.
+#   3. The .debs from a build with Debian's flags (dpkg-buildflags, hardening=+all,
+#      prefix /usr), lintian (no errors), their contents checked.
+#   4. The .debs installed (under a lock: the machine is shared), the consumer built
+#      against /usr both ways, then every consumer shim run under containerd 1.6 and 2.1
+#      (`integration_tests '[consumer]'`), then the packages purged again; Debian's
+#      containerd package must be untouched throughout.
+# Build dirs go under $PKG_WORK (default: a temp dir, removed at the end).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD_DIR:-$repo/build}
+jobs=${JOBS:-$(nproc)}
+cache=${LIBSHIM_CACHE:-${HOME:-/root}/.cache/libshim}
+work=${PKG_WORK:-$(mktemp -d /tmp/libshim-pkg.XXXXXX)}
+mkdir -p "$work"
+packages=(libshim-example-shim libshim-runc-shim libshim-dev libshim0)
+installed=0
+cleanup() {
+  if [[ $installed == 1 ]]; then
+    dpkg --purge "${packages[@]}" >/dev/null 2>&1 || true
+  fi
+  [[ -n "${PKG_WORK:-}" ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+integration_tests=$build/tests/integration_tests  # needed at step 4 only
+
+step_start=$SECONDS
+step() {
+  echo "== packaging: $* (after $((SECONDS - step_start)) s)"
+}
+fail() {
+  echo "packaging: FAILED: $*" >&2
+  exit 1
+}
+lib_build() {  # <dir> <cmake args...>: configure and build the library and the shims only
+  local dir=$1
+  shift
+  cmake -S "$repo" -B "$dir" -G Ninja -DLIBSHIM_WERROR=ON -DLIBSHIM_TESTS=OFF \
+        -DLIBSHIM_BENCHMARKS=OFF "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$jobs"
+}
+
+# --- 1. the Release build (the Debug clang build comes last) -----------------------------
+step "Release, gcc, LIBSHIM_WERROR=ON"
+lib_build "$work/release" -DCMAKE_BUILD_TYPE=Release
+
+# --- 2. install into a prefix, move it, build the consumer ------------------------------
+step "cmake --install into a temp prefix, moved afterwards"
+rm -rf "$work/stage" "$work/prefix"  # a kept PKG_WORK holds the last run's
+cmake --install "$work/release" --prefix "$work/stage" >/dev/null
+mv "$work/stage" "$work/prefix"
+prefix=$work/prefix
+grep -rl "$work/stage" "$prefix" && fail "the installed tree names the prefix it was installed to"
+[[ $(readelf -d "$prefix/lib/libshim.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p') == libshim.so.0 ]] ||
+  fail "libshim.so has no SONAME libshim.so.0"
+# libshim.so uses the system's protobuf runtime; it must not carry one of its own.
+defined=$(nm -D --defined-only "$prefix/lib/libshim.so" | c++filt)
+grep -E 'google::protobuf::(internal::fixed_address_empty_string|MessageLite::SerializeAsString)' <<<"$defined" &&
+  fail "libshim.so defines protobuf runtime symbols"
+for shim in containerd-shim-runc-v2 containerd-shim-example-v1; do
+  [[ $(file "$prefix/libexec/libshim/$shim") == *'statically linked'* ]] || fail "$shim is not static"
+done
+
+# Builds tests/consumer against the libshim that pkg-config/find_package see, in <dir>.
+consumer_build() {  # <dir> <extra cmake args...>
+  local dir=$1
+  shift
+  cmake -S "$repo/tests/consumer" -B "$dir/cmake" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCONSUMER_WITH_GRPC=ON -DCMAKE_CXX_FLAGS=-Werror "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir/cmake" -j "$jobs"
+  mkdir -p "$dir/make"
+  make -s -f "$repo/tests/consumer/Makefile" -C "$dir/make" CXXFLAGS="-O2 -g -Werror"
+  # One protobuf runtime in the gRPC variant: the full one, shared by libshim and grpc++.
+  local libs
+  libs=$(ldd "$dir/cmake/containerd-shim-consumer-grpc-v1")
+  grep -q 'libprotobuf-lite' <<<"$libs" && fail "the gRPC consumer loads protobuf-lite too"
+  [[ $(grep -c 'libprotobuf\.so' <<<"$libs") == 1 ]] || fail "the gRPC consumer: not one libprotobuf"
+  echo "$dir/cmake/containerd-shim-consumer-v1:$dir/cmake/containerd-shim-consumer-static-v1:$dir/make/containerd-shim-consumer-v1" >"$dir/plain"
+  echo "$dir/cmake/containerd-shim-consumer-grpc-v1" >"$dir/grpc"
+}
+step "consumer against the temp prefix (find_package, pkg-config, gRPC variant)"
+(export PKG_CONFIG_PATH=$prefix/lib/pkgconfig && consumer_build "$work/consumer-prefix" -DCMAKE_PREFIX_PATH="$prefix")
+# The library each consumer loads, resolved: <binary> <expected real path of libshim.so.0>
+check_loads() {
+  local loaded
+  loaded=$(ldd "$1" | awk '$1 == "libshim.so.0" {print $3}')
+  [[ -n $loaded && $(readlink -f "$loaded") == "$(readlink -f "$2")" ]] ||
+    fail "$1 loads libshim.so.0 from '$loaded', not $2"
+}
+for bin in cmake/containerd-shim-consumer-v1 cmake/containerd-shim-consumer-grpc-v1 make/containerd-shim-consumer-v1; do
+  check_loads "$work/consumer-prefix/$bin" "$prefix/lib/libshim.so.0"
+done
+
+# --- 3. the Debian packages --------------------------------------------------------------
+step "Debian packages (dpkg-buildflags, hardening=+all, prefix /usr)"
+(
+  cd "$work"
+  export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+  eval "$(dpkg-buildflags --export=sh)"
+  lib_build "$work/deb" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr
+)
+cpack --config "$work/deb/CPackConfig.cmake" -B "$work/debs" >"$work/cpack.log" 2>&1 || { cat "$work/cpack.log"; fail cpack; }
+debs=("$work/debs"/libshim0_*.deb "$work/debs"/libshim-dev_*.deb "$work/debs"/libshim-runc-shim_*.deb
+      "$work/debs"/libshim-example-shim_*.deb)
+for deb in "${debs[@]}"; do [[ -f $deb ]] || fail "missing $deb"; done
+# Whole outputs in variables, then grep: `grep -q` in a pipe may end the writer early
+# (SIGPIPE), which pipefail would count as a failure.
+runc_files=$(dpkg-deb -c "$work/debs"/libshim-runc-shim_*.deb)
+grep -q ' ./usr/libexec/libshim/containerd-shim-runc-v2$' <<<"$runc_files" ||
+  fail "libshim-runc-shim does not hold /usr/libexec/libshim/containerd-shim-runc-v2"
+grep -q ' ./usr/bin/' <<<"$runc_files" && fail "libshim-runc-shim installs into /usr/bin"
+[[ $(dpkg-deb -I "$work/debs"/libshim0_*.deb shlibs) == "libshim 0 libshim0 (>= "* ]] || fail "libshim0 has no shlibs"
+
+step "lintian"
+lintian --info --pedantic --show-overrides --tag-display-limit 0 "${debs[@]}" >"$work/lintian.txt" 2>&1 || true
+echo "lintian (--info --pedantic; O: overridden, with the reason in packaging/debian):"
+grep -E '^[EWIPO]: ' "$work/lintian.txt" | sed -E 's/ \(.*\.o\)//' | sort | uniq -c || echo "  no tags"
+grep -q '^E: ' "$work/lintian.txt" && { grep '^E: ' "$work/lintian.txt"; fail "lintian reports errors"; }
+
+# --- 4. install the packages, build against /usr, run every consumer shim ---------------
+# One CI run or developer at a time may have them installed (flock); they are purged on
+# any exit, and Debian's containerd package must come out of it as it went in.
+step "install the .debs (lock /run/lock/libshim-debs.lock)"
+exec 9>/run/lock/libshim-debs.lock
+flock 9
+containerd_before=$(dpkg-query -W -f='${Version} ${Status}' containerd 2>/dev/null || true)
+go_shim_sum=$(sha256sum /usr/bin/containerd-shim-runc-v2 2>/dev/null || true)
+for p in "${packages[@]}"; do
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == *'ok installed' ]] &&
+    fail "$p is already installed on this machine (not ours to replace)"
+done
+installed=1
+dpkg -i "${debs[@]}" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i"; }
+version=$(sed -n 's/^project(libshim VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+[[ $(/usr/libexec/libshim/containerd-shim-runc-v2 -v) == *"libshim:  $version"* ]] ||
+  fail "the packaged runc shim reports another libshim version"
+
+step "consumer against /usr (find_package, pkg-config, gRPC variant)"
+consumer_build "$work/consumer-usr"
+for bin in cmake/containerd-shim-consumer-v1 cmake/containerd-shim-consumer-grpc-v1 make/containerd-shim-consumer-v1; do
+  check_loads "$work/consumer-usr/$bin" "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libshim.so.0"
+done
+
+[[ -x $integration_tests ]] || fail "$integration_tests missing (run the main build first)"
+run_consumers() {  # <label> [env...]: every consumer shim under one containerd
+  local label=$1
+  shift
+  step "consumer shims under containerd $label"
+  env "$@" LIBSHIM_CONSUMER_SHIMS="$(cat "$work/consumer-prefix/plain"):$(cat "$work/consumer-usr/plain")" \
+      LIBSHIM_CONSUMER_GRPC_SHIMS="$(cat "$work/consumer-prefix/grpc"):$(cat "$work/consumer-usr/grpc")" \
+      "$integration_tests" '[consumer]'
+}
+run_consumers 1.6
+c21=$cache/containerd-2.1/usr/bin
+if [[ -x $c21/containerd ]]; then
+  run_consumers 2.1 LIBSHIM_CONTAINERD_BIN="$c21/containerd" LIBSHIM_CTR_BIN="$c21/ctr" LIBSHIM_CONTAINERD_EXPECT=2.1
+else
+  echo "packaging: containerd 2.1 not in $cache (cmake/fetch-containerd.sh could not fetch it): skipped"
+fi
+
+step "purge the .debs"
+dpkg --purge "${packages[@]}" >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg --purge"; }
+installed=0
+for p in "${packages[@]}"; do
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == *'ok installed' ]] && fail "$p still installed"
+done
+[[ ! -e /usr/include/shim && ! -e /usr/libexec/libshim ]] || fail "files left under /usr after the purge"
+[[ $(dpkg-query -W -f='${Version} ${Status}' containerd 2>/dev/null || true) == "$containerd_before" ]] ||
+  fail "Debian's containerd package changed"
+[[ $(sha256sum /usr/bin/containerd-shim-runc-v2 2>/dev/null || true) == "$go_shim_sum" ]] ||
+  fail "/usr/bin/containerd-shim-runc-v2 changed"
+flock -u 9
+
+# Last: nothing above depends on it, and the packaging steps fail sooner without it.
+step "Debug, clang, LIBSHIM_WERROR=ON"
+lib_build "$work/debug-clang" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++
+step "done"
