@@ -15,6 +15,7 @@
 
 namespace shim {
 
+// A point on the steady clock, or nullopt for a call without a deadline.
 using CallDeadline = std::optional<std::chrono::steady_clock::time_point>;
 
 // The deadline set by the innermost CallDeadlineScope on this thread (nullopt: none).
@@ -23,6 +24,7 @@ CallDeadline current_call_deadline();
 // Sets the thread's call deadline for its lifetime, then restores the previous one.
 class CallDeadlineScope {
  public:
+  // Makes `deadline` the thread's call deadline until this scope ends.
   explicit CallDeadlineScope(CallDeadline deadline);
   ~CallDeadlineScope();
   CallDeadlineScope(const CallDeadlineScope&) = delete;
