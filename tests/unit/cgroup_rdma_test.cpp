@@ -30,3 +30,13 @@ TEST_CASE("parse_rdma_lines reads devices, max and bad values", "[cgroup]") {
   CHECK(lines[3].hca_handles == 0);  // a second '='
   CHECK(lines[3].hca_objects == 0);  // negative: the library's lenient 0
 }
+
+TEST_CASE("parse_rdma_lines skips a device name that is not UTF-8", "[cgroup]") {
+  // Found by fuzz_cgroup_v2: the name goes into a proto3 string field, which libprotobuf
+  // would log about and containerd could not decode.
+  std::vector<RdmaLine> lines =
+      parse_rdma_lines("mlx\xff_0 hca_handle=1 hca_object=2\nmlx5_0 hca_handle=3 hca_object=4\n");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].device == "mlx5_0");
+  CHECK(lines[0].hca_handles == 3);
+}

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "gocompat/utf8.h"
 #include "shim/gocompat.h"
 #include "shim/logger.h"
 
@@ -144,7 +145,9 @@ std::vector<RdmaLine> parse_rdma_lines(std::string_view text) {
   std::vector<RdmaLine> lines;
   for (std::string_view line : split_lines(text)) {
     std::vector<std::string_view> parts = split_fields(line);
-    if (parts.size() != 3) continue;
+    // The device becomes a proto3 string, which must be UTF-8 (kernel names are ASCII):
+    // a corrupt line is skipped rather than sent unparseable to containerd.
+    if (parts.size() != 3 || !detail::is_valid_utf8(parts[0])) continue;
     RdmaLine& entry = lines.emplace_back(RdmaLine{.device = std::string(parts[0])});
     for (std::string_view pair : {parts[1], parts[2]}) {
       std::size_t equals = pair.find('=');

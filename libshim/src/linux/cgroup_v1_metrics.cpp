@@ -7,8 +7,9 @@
 #include <fmt/format.h>
 
 #include "shim/linux/cgroup.h"
-#include "linux/cgroup_metrics.h"
+#include "gocompat/utf8.h"
 #include "linux/cgroup_file.h"
+#include "linux/cgroup_metrics.h"
 #include "shim/gocompat.h"
 #include "shim/logger.h"
 
@@ -273,9 +274,11 @@ Status read_blkio_entries(const Devices& devices, const std::string& dir, const 
     if (status.ok()) status = parse_uint_strict(fields[1], &minor);
     if (status.ok()) status = parse_uint_strict(fields[value_index], &value);
     if (!status.ok()) return status;
+    // op and device become proto3 strings, which must be UTF-8: skip a corrupt line.
+    if (fields.size() == 4 && !detail::is_valid_utf8(fields[2])) continue;
     cgroups_v1::BlkIOEntry* entry = entries->Add();
     auto device = devices.find(std::pair(major, minor));
-    if (device != devices.end()) entry->set_device(device->second);
+    if (device != devices.end() && detail::is_valid_utf8(device->second)) entry->set_device(device->second);
     entry->set_major(major);
     entry->set_minor(minor);
     if (fields.size() == 4) entry->set_op(std::string(fields[2]));
