@@ -4,7 +4,8 @@
 //   <controller>/ctr/ for memory cpu cpuacct pids blkio rdma hugetlb: the container's
 //   proc/partitions  proc/1/cgroup  proc/self/mountinfo  hugepages/<dir names>
 // Checked: a failure is Unknown (missing files are not failures); the Any packs the v1
-// Metrics; the pids of cgroup.procs are read without failing on bad lines.
+// Metrics; the pids of cgroup.procs are read without failing on bad lines; libprotobuf
+// never logs (string fields stay UTF-8).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "fake_cgroup.h"
 #include "fuzz_check.h"
+#include "protobuf_log.h"
 #include "linux/cgroup_file.h"
 #include "linux/cgroup_metrics.h"
 #include "shim/linux/cgroup.h"
@@ -28,6 +30,11 @@ fuzz::FakeCgroupTree& tree() {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(&fuzz::abort_on_protobuf_log);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::FakeCgroupTree& fake = tree();

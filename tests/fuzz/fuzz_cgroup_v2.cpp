@@ -6,6 +6,7 @@
 //   pod/<file>, root/<file>   its ancestors (cgroup.controllers, cgroup.subtree_control)
 //   proc/1/cgroup  hugepages/<dir names>
 // Checked: a failure is Unknown; the Any packs the v2 Metrics.
+// libprotobuf never logs (string fields stay UTF-8).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "fake_cgroup.h"
 #include "fuzz_check.h"
+#include "protobuf_log.h"
 #include "linux/cgroup_metrics.h"
 #include "shim/linux/cgroup.h"
 
@@ -24,6 +26,11 @@ fuzz::FakeCgroupTree& tree() {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(&fuzz::abort_on_protobuf_log);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::FakeCgroupTree& fake = tree();

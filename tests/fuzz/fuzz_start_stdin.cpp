@@ -19,6 +19,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "fuzz_check.h"
+#include "protobuf_log.h"
 #include "protocol/bootstrap.h"
 #include "protocol/start_answer.h"
 #include "support/start_answer_oracle.h"
@@ -27,11 +28,6 @@ namespace {
 
 using shim::StartInput;
 using shim::StartInputKind;
-
-void abort_on_log(google::protobuf::LogLevel, const char* file, int line, const std::string& message) {
-  std::fprintf(stderr, "libprotobuf logged (%s:%d): %s\n", file, line, message.c_str());
-  std::abort();
-}
 
 void check_consistent(std::string_view bytes, const StartInput& input) {
   if (bytes.empty()) FUZZ_CHECK(input.kind == StartInputKind::kEmpty);
@@ -110,7 +106,7 @@ void check_answer_round_trip(const StartInput& input) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  google::protobuf::SetLogHandler(&abort_on_log);
+  google::protobuf::SetLogHandler(&fuzz::abort_on_protobuf_log);
   return 0;
 }
 
