@@ -151,6 +151,13 @@ class SignalfdReaper::Impl : public std::enable_shared_from_this<SignalfdReaper:
     ExitFuture future = promise.future();
     std::optional<ProcessExit> early_exit;
     std::vector<SubscriberPtr> to_schedule;
+    // A child that failed to exec may have been reaped by a reap pass that has not
+    // dispatched it yet (waitpid runs before dispatch takes mu_): let that pass finish, so
+    // its exit is parked under our still-open ticket and swallowed below instead of being
+    // fanned out once the ticket is gone. A successful spawn needs no wait: its claim
+    // catches the exit whenever dispatch runs.
+    std::unique_lock<std::mutex> pass;
+    if (!status.ok() && spawned.pid > 0) pass = std::unique_lock(reap_mu_);
     {
       std::lock_guard lock(mu_);
       spawns_in_flight_.erase(ticket);
