@@ -58,13 +58,14 @@ inline int count_open_fds() {
   return count;
 }
 
-// "fd -> target" lines, to show what leaked.
+// "fd -> target" lines, to show what leaked (without the fd this reads them through).
 inline std::string fd_listing() {
   std::string listing;
   DIR* dir = ::opendir("/proc/self/fd");
   if (dir == nullptr) return listing;
+  const std::string own = std::to_string(::dirfd(dir));
   while (dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
+    if (entry->d_name[0] == '.' || entry->d_name == own) continue;
     char target[256] = {};
     std::string link = std::string("/proc/self/fd/") + entry->d_name;
     ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
@@ -72,6 +73,22 @@ inline std::string fd_listing() {
   }
   ::closedir(dir);
   return listing;
+}
+
+// The fds of this process opened since `before` (a fd_listing()), as "fd -> target"
+// lines: what a leak check must find empty. Fds closed meanwhile by others are not
+// leaks (the process may hold transient fds of its own when `before` is taken).
+inline std::string fds_opened_since(const std::string& before) {
+  std::string opened;
+  std::string now = fd_listing();
+  std::size_t start = 0;
+  while (start < now.size()) {
+    std::size_t end = now.find('\n', start);
+    std::string line = now.substr(start, end - start + 1);
+    if (before.find(line) == std::string::npos) opened += line;
+    start = end + 1;
+  }
+  return opened;
 }
 
 inline std::string make_fifo(const shim::test::TempDir& dir, const std::string& name) {
