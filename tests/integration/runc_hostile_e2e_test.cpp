@@ -21,6 +21,8 @@
 #include <fmt/format.h>
 
 #include "shim/pb/containerd/task_v2.pb.h"
+#include "ttrpc/frame.h"
+#include "ttrpc/wire.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
 
@@ -29,29 +31,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A raw Request frame around `message` (ttrpc's own encoder: the library's).
 std::string frame_of(std::uint32_t stream, const std::string& message) {
-  std::string frame(10, '\0');
-  auto length = static_cast<std::uint32_t>(message.size());
-  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>(length >> (24 - 8 * i));
-  for (int i = 0; i < 4; ++i) frame[4 + i] = static_cast<char>(stream >> (24 - 8 * i));
-  frame[8] = 1;
-  return frame + message;
-}
-
-std::string field(int number, const std::string& bytes) {
-  std::string out(1, static_cast<char>(number << 3 | 2));
-  std::size_t n = bytes.size();
-  do {
-    out += static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
-    n >>= 7;
-  } while (n != 0);
-  return out + bytes;
+  std::string frame;
+  ttrpc::append_frame(frame, stream, ttrpc::FrameType::kRequest, message);
+  return frame;
 }
 
 std::string state_request(const std::string& service, const std::string& id, std::uint32_t stream) {
   containerd::task::v2::StateRequest state;
   state.set_id(id);
-  return frame_of(stream, field(1, service) + field(2, "State") + field(3, state.SerializeAsString()));
+  return ttrpc::wire::request_frame(stream, service, "State", state.SerializeAsString(),
+                                    std::nullopt, {});
 }
 
 int dial(const std::string& path) {

@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "shim/pb/containerd/task_v2.pb.h"
+#include "ttrpc/wire.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
 
@@ -46,22 +47,7 @@ constexpr uid_t kNobody = 65534;
 std::string state_request_frame(const std::string& service, const std::string& id) {
   containerd::task::v2::StateRequest state;
   state.set_id(id);
-  auto field = [](int number, const std::string& bytes) {
-    std::string out(1, static_cast<char>(number << 3 | 2));
-    std::size_t n = bytes.size();
-    do {
-      out += static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
-      n >>= 7;
-    } while (n != 0);
-    return out + bytes;
-  };
-  std::string message = field(1, service) + field(2, "State") + field(3, state.SerializeAsString());
-  std::string frame(10, '\0');
-  std::uint32_t length = static_cast<std::uint32_t>(message.size());
-  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>(length >> (24 - 8 * i));
-  frame[7] = 1;  // stream id 1
-  frame[8] = 1;  // request
-  return frame + message;
+  return ttrpc::wire::request_frame(1, service, "State", state.SerializeAsString(), std::nullopt, {});
 }
 
 // Forks a child that becomes `uid` (keeping only CAP_DAC_OVERRIDE, so the 0700 directory
