@@ -192,3 +192,105 @@ TEST_CASE("fifo delivery: ProcessIO waits for the client to read a process's las
 }
 
 }  // namespace
+
+// ---- ProcessIO::wait_settled: what a process's TaskExit waits for ---------------------
+
+// A ProcessIO copying to `out`, whose client reader is `client` (opened first, as ctr does).
+struct SettleSetup {
+  explicit SettleSetup(const TempDir& dir) : out(stdio_test::make_fifo(dir, "out")) {
+    client = Fd(::open(out.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    REQUIRE(client.valid());
+    REQUIRE(io.run([&] {
+                return shim::ProcessIO::create(io.executor(), {"", out, ""},
+                                               static_cast<int>(::getuid()),
+                                               static_cast<int>(::getgid()),
+                                               stdio_test::test_logger(), &pio);
+              }).ok());
+  }
+  ~SettleSetup() {
+    io.run([&] { pio.reset(); });
+  }
+  void start() { REQUIRE(io.run([&] { return pio->start(); }).ok()); }
+  std::future<Outcome> settle(std::chrono::milliseconds timeout, std::chrono::milliseconds stall) {
+    auto promise = std::make_shared<std::promise<Outcome>>();
+    auto result = promise->get_future();
+    const auto started = Clock::now();
+    io.run([&, promise, started] {
+      pio->wait_settled(timeout, stall, [promise, started](bool settled) {
+        promise->set_value(Outcome{settled, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                Clock::now() - started)});
+      });
+    });
+    return result;
+  }
+
+  std::string out;
+  Fd client;
+  IoThread io;
+  std::unique_ptr<shim::ProcessIO> pio;
+};
+
+TEST_CASE("wait_settled: output nobody reads holds the exit only for the stall time",
+          "[fifo-delivery]") {
+  TempDir dir("fdl-");
+  SettleSetup s(dir);
+  REQUIRE(::write(s.pio->runtime_stdout(), "unread\n", 7) == 7);
+  s.pio->close_runtime_ends();
+  s.start();
+  auto outcome = s.settle(5s, 80ms).get();
+  CHECK_FALSE(outcome.read);
+  CHECK(outcome.took >= 75ms);
+  CHECK(outcome.took < 2s);
+  char buffer[16];
+  CHECK(::read(s.client.get(), buffer, sizeof buffer) == 7);  // still there for the client
+}
+
+TEST_CASE("wait_settled: a writer left holding the pipe ends the wait after the stall time",
+          "[fifo-delivery]") {
+  TempDir dir("fdl-");
+  SettleSetup s(dir);
+  // A background child with the process's stdout: the copy never reaches EOF.
+  Fd child_stdout(::fcntl(s.pio->runtime_stdout(), F_DUPFD_CLOEXEC, 0));
+  s.pio->close_runtime_ends();
+  s.start();
+  auto outcome = s.settle(5s, 80ms).get();
+  CHECK_FALSE(outcome.read);
+  CHECK(outcome.took >= 75ms);
+  CHECK(outcome.took < 2s);
+}
+
+TEST_CASE("wait_settled: a slow client that keeps reading gets every byte before the exit",
+          "[fifo-delivery]") {
+  TempDir dir("fdl-");
+  SettleSetup s(dir);
+  constexpr std::size_t kSize = 256 * 1024;  // more than the pipe and the FIFO hold
+  Fd writer(::fcntl(s.pio->runtime_stdout(), F_DUPFD_CLOEXEC, 0));
+  s.pio->close_runtime_ends();
+  s.start();
+  std::size_t written = 0;  // Catch2 assertions are not for other threads
+  std::thread process([&writer, &written] {
+    const std::string chunk(4096, 'o');
+    while (written < kSize) {
+      ssize_t n = ::write(writer.get(), chunk.data(), chunk.size());  // blocking
+      if (n <= 0) break;
+      written += static_cast<std::size_t>(n);
+    }
+    writer.reset();  // the process exits
+  });
+  std::size_t read = 0;
+  std::future<Outcome> result;
+  char buffer[4096];
+  // 4 KiB every 5 ms: slower than the process writes, never still for the 80 ms stall.
+  for (int rounds = 0; rounds < 2000 && read < kSize; ++rounds) {
+    if (rounds == 8) result = s.settle(10s, 80ms);  // the exit, while output is pending
+    std::this_thread::sleep_for(5ms);
+    ssize_t n = ::read(s.client.get(), buffer, sizeof buffer);
+    if (n > 0) read += static_cast<std::size_t>(n);
+  }
+  process.join();
+  CHECK(written == kSize);
+  CHECK(read == kSize);
+  REQUIRE(result.valid());
+  auto outcome = result.get();
+  CHECK(outcome.read);
+}

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/dispatch.hpp>
@@ -33,6 +35,8 @@ using stdio::OpenedFifo;
 using stdio::StreamCopier;
 
 namespace {
+
+using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::array<const char*, 3> kStreamNames = {"stdin", "stdout", "stderr"};
 
@@ -60,6 +64,8 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool)> callback);
   bool drained() const { return outputs_running_ == 0; }
   void wait_delivered(std::chrono::milliseconds timeout, std::function<void(bool)> callback);
+  void wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
+                    std::function<void(bool)> callback);
   std::uint64_t copied_bytes(StdioStream stream) const;
   void close();
 
@@ -102,6 +108,12 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   void start_output_copy(StdioStream stream, CopyTarget target);
   void on_output_done(StdioStream stream, const CopyResult& result);
   void notify_drained(bool drained);
+  // Bytes copied and bytes still unread in the output FIFOs: any change is progress.
+  std::pair<std::uint64_t, std::size_t> output_progress() const;
+  // Duplicates of the delivery probes (close() may close the originals meanwhile).
+  std::vector<Fd> probe_copies() const;
+  void settle_step(SteadyClock::time_point deadline, std::chrono::milliseconds stall,
+                   std::pair<std::uint64_t, std::size_t> before, std::function<void(bool)> callback);
 
   boost::asio::any_io_executor executor_;
   StdioSpec spec_;
@@ -353,21 +365,55 @@ void ProcessIO::Impl::wait_drained(std::chrono::milliseconds timeout,
   });
 }
 
+std::vector<Fd> ProcessIO::Impl::probe_copies() const {
+  std::vector<Fd> readers;
+  for (const Fd& probe : delivery_probes_) {
+    if (probe.valid()) readers.emplace_back(::fcntl(probe.get(), F_DUPFD_CLOEXEC, 0));
+  }
+  return readers;
+}
+
+std::pair<std::uint64_t, std::size_t> ProcessIO::Impl::output_progress() const {
+  std::size_t unread = 0;
+  for (const Fd& probe : delivery_probes_) unread += stdio::unread_bytes(probe.get());
+  return {copied_bytes(StdioStream::kStdout) + copied_bytes(StdioStream::kStderr), unread};
+}
+
 void ProcessIO::Impl::wait_delivered(std::chrono::milliseconds timeout,
                                      std::function<void(bool)> callback) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   auto after_drain = [weak = weak_from_this(), deadline, callback](bool drained) mutable {
     auto self = weak.lock();
     if (!self || !drained || self->closed_) return callback(false);
-    // Copies of the probes: close() may close the originals while we wait.
-    std::vector<Fd> readers;
-    for (const Fd& probe : self->delivery_probes_) {
-      if (probe.valid()) readers.emplace_back(::fcntl(probe.get(), F_DUPFD_CLOEXEC, 0));
-    }
-    stdio::wait_until_read(self->executor_, std::move(readers),
+    stdio::wait_until_read(self->executor_, self->probe_copies(),
                            stdio::FifoReadWait{.deadline = deadline}, std::move(callback));
   };
   wait_drained(timeout, std::move(after_drain));
+}
+
+void ProcessIO::Impl::wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
+                                   std::function<void(bool)> callback) {
+  settle_step(SteadyClock::now() + timeout, stall, output_progress(), std::move(callback));
+}
+
+// Waits for the drain `stall` at a time, going on while the copies or the client moved.
+void ProcessIO::Impl::settle_step(SteadyClock::time_point deadline, std::chrono::milliseconds stall,
+                                  std::pair<std::uint64_t, std::size_t> before,
+                                  std::function<void(bool)> callback) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  auto after = [weak = weak_from_this(), deadline, stall, before, callback](bool drained) mutable {
+    auto self = weak.lock();
+    if (!self || self->closed_) return callback(false);
+    if (drained) {
+      return stdio::wait_until_read(self->executor_, self->probe_copies(),
+                                    stdio::FifoReadWait{.deadline = deadline, .stall = stall},
+                                    std::move(callback));
+    }
+    auto now = self->output_progress();
+    if (now == before || SteadyClock::now() >= deadline) return callback(false);
+    self->settle_step(deadline, stall, now, std::move(callback));
+  };
+  wait_drained(std::clamp(left, std::chrono::milliseconds(0), stall), std::move(after));
 }
 
 void ProcessIO::Impl::notify_drained(bool drained) {
@@ -437,6 +483,10 @@ bool ProcessIO::drained() const { return impl_->drained(); }
 void ProcessIO::wait_delivered(std::chrono::milliseconds timeout,
                                std::function<void(bool delivered)> callback) {
   impl_->wait_delivered(timeout, std::move(callback));
+}
+void ProcessIO::wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
+                             std::function<void(bool settled)> callback) {
+  impl_->wait_settled(timeout, stall, std::move(callback));
 }
 std::uint64_t ProcessIO::copied_bytes(StdioStream stream) const {
   return impl_->copied_bytes(stream);

@@ -26,6 +26,11 @@ std::string process_details(const std::string& exec_id) {
   return bytes + exec_id;
 }
 
+// How long a TaskExit waits for the process's output to be copied out and read by the
+// client (ProcessIO::wait_settled), and after how long without progress it stops waiting.
+constexpr std::chrono::milliseconds kExitOutputTimeout{2000};
+constexpr std::chrono::milliseconds kExitOutputStall{100};
+
 task::WaitResponse wait_response(const ProcessExit& exit) {
   task::WaitResponse response;
   response.set_exit_status(static_cast<std::uint32_t>(exit.status));
@@ -78,23 +83,32 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
   process->exit = exit;
   process->handle.mark_reaped();
   if (process->io) process->io->process_exited();  // a console copy stops once drained
-  if (!ref.is_init()) return;
-  oom_.check(ref.container_id);  // TaskOOM before this TaskExit
-  if (!container->private_pid_namespace) kill_rest_of(*container);
+  if (ref.is_init()) oom_.check(ref.container_id);  // TaskOOM before this TaskExit
+  const bool kill_rest = ref.is_init() && !container->private_pid_namespace;
+  if (!kill_rest && !process->io) return;
+  // The TaskExit waits for both: the rest of the container killed, the output read.
+  LifecycleEvents::ExitToken token = events_.defer_exit();
+  auto waiting = std::make_shared<int>(kill_rest && process->io ? 2 : 1);
+  auto part_done = [this, token, waiting] {
+    if (--*waiting == 0) events_.resume_exit(token);
+  };
+  if (process->io) {
+    process->io->wait_settled(kExitOutputTimeout, kExitOutputStall, [part_done](bool) { part_done(); });
+  }
+  if (kill_rest) kill_rest_of(*container, part_done);
 }
 
 // Without its own pid namespace nothing else dies with init: kill the rest (the execs'
 // exits, which the init's exit waits for, follow), before containerd hears of the exit,
 // so its reaction (CRI deletes the task, killing "all" first) cannot race this kill.
-void RuntimeTaskService::kill_rest_of(TaskContainer& container) {
-  LifecycleEvents::ExitToken token = events_.defer_exit();
+void RuntimeTaskService::kill_rest_of(TaskContainer& container, std::function<void()> done) {
   serial(
       container, [holder = container.holder] { return holder->instance->kill(SIGKILL, true); },
-      [this, token, id = container.id](Status status) {
+      [this, done = std::move(done), id = container.id](Status status) {
         if (!status.ok() && status.code() != Code::kUnimplemented) {
           context_.logger.error("failed to kill init's children", {{"id", id}, {"error", status.message()}});
         }
-        events_.resume_exit(token);
+        done();
       });
 }
 

@@ -78,7 +78,7 @@ class RuntimeTaskService final : public TaskService {
   void watch_oom(const TaskContainer& container);
 
   void on_reaped(const ProcessRef& ref, const ProcessExit& exit);
-  void kill_rest_of(TaskContainer& container);
+  void kill_rest_of(TaskContainer& container, std::function<void()> done);
   void on_exit_published(const ProcessRef& ref, const ProcessExit& exit);
 
   ServiceContext& context_;

@@ -146,6 +146,14 @@ class ProcessIO {
   // client read nothing for a while (nobody reading).
   void wait_delivered(std::chrono::milliseconds timeout,
                       std::function<void(bool delivered)> callback);
+  // For the process's exit, before containerd hears of it: the same wait, but it also
+  // gives up once nothing moved for `stall` (no byte copied, none read by the client), so
+  // a client that reads nothing (`ctr run -d`) or a child still holding an exec's stdout
+  // holds the exit only that long. Why: ctr 1.6 closes its FIFOs as soon as it learns of
+  // the exit (client task.go Delete: io.Close before the Delete call), dropping whatever
+  // it has not read yet.
+  void wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
+                    std::function<void(bool settled)> callback);
 
   // Bytes copied so far for a stream.
   std::uint64_t copied_bytes(StdioStream stream) const;
