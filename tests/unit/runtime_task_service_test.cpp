@@ -1,7 +1,12 @@
 // The process tier's task service over a scripted Runtime, served on a real ttrpc socket:
 // the order of events and runtime calls libshim guarantees a vendor, and its defaults.
 // Exits are injected through a fake reaper, so no container process is needed.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <future>
@@ -22,6 +27,7 @@
 #include "shim/process/reaper.h"
 #include "shim/process/work_pool.h"
 #include "shim/service_context.h"
+#include "shim/unique_fd.h"
 #include "support/io_thread.h"
 #include "support/recording_publisher.h"
 #include "support/temp_dir.h"
@@ -66,6 +72,7 @@ struct Script {
   std::vector<std::string> calls;
   bool hold_kill = false;
   bool kill_override = true;
+  std::string output;  // what the init writes to its stdout at create
 
   void record(std::string call) {
     std::lock_guard lock(mu);
@@ -86,8 +93,12 @@ struct Script {
 class ScriptedInstance final : public shim::Instance {
  public:
   ScriptedInstance(Script& script, std::uint32_t pid) : script_(script), pid_(pid) {}
-  shim::Status create(const shim::ProcessStdio&, std::uint32_t* pid) override {
+  shim::Status create(const shim::ProcessStdio& stdio, std::uint32_t* pid) override {
     *pid = pid_;
+    // On a pool thread, so no Catch2 assertion here: the test checks what arrives.
+    if (!script_.output.empty() && stdio.stdout >= 0) {
+      [[maybe_unused]] ssize_t n = ::write(stdio.stdout, script_.output.data(), script_.output.size());
+    }
     script_.record("create");
     return {};
   }
@@ -166,10 +177,12 @@ struct Tier {
     if (response != nullptr && result.status.ok()) REQUIRE(response->ParseFromString(result.payload));
     return result;
   }
-  shim::test::CallResult create(const std::string& id, const std::string& spec) {
+  shim::test::CallResult create(const std::string& id, const std::string& spec,
+                                const std::string& stdout_path = "") {
     task::CreateTaskRequest request;
     request.set_id(id);
     request.set_bundle(bundle(id, spec));
+    request.set_stdout(stdout_path);
     task::CreateTaskResponse response;
     return call("Create", request, &response);
   }
@@ -250,6 +263,37 @@ TEST_CASE("tier: a container with its own pid namespace is not killed again at i
   CHECK(tier.published("/tasks/exit"));
   std::lock_guard lock(tier.script.mu);
   CHECK(tier.script.calls == std::vector<std::string>{"create", "start"});
+}
+
+// ctr 1.6.20 closes its FIFOs as soon as it learns of the exit: output it has not read
+// then is lost. So the TaskExit waits for the client's reads (for at most 100 ms without
+// any). Only the lower bound is checked: it holds however loaded the machine is.
+TEST_CASE("tier: a TaskExit waits for the client to read the process's last output", "[tier]") {
+  Tier tier;
+  tier.script.output = "last words\n";
+  const std::string fifo = tier.dir.sub("c3-stdout");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  shim::UniqueFd client(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // ctr's end
+  REQUIRE(client.valid());
+  REQUIRE(tier.create("c3", kPrivatePidSpec, fifo).status.ok());
+  REQUIRE(tier.start("c3").status.ok());
+  const bool reads = GENERATE(false, true);
+  const auto exited = std::chrono::steady_clock::now();
+  tier.reaper.exit(4002, 0);
+  char buffer[64];
+  ssize_t got = 0;
+  for (int i = 0; i < 400 && !tier.published("/tasks/exit"); ++i) {
+    if (reads && got <= 0) got = ::read(client.get(), buffer, sizeof buffer);
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto held = std::chrono::steady_clock::now() - exited;
+  REQUIRE(tier.published("/tasks/exit"));
+  if (reads) {
+    CHECK(std::string(buffer, static_cast<std::size_t>(std::max<ssize_t>(got, 0))) == "last words\n");
+  } else {
+    CHECK(held >= 95ms);  // nobody read: held for the stall time, then published
+    CHECK(::read(client.get(), buffer, sizeof buffer) == 11);  // nothing taken from the client
+  }
 }
 
 TEST_CASE("tier: a runtime's refusal at open leaves no container and no event", "[tier]") {
