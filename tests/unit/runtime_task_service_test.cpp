@@ -296,6 +296,36 @@ TEST_CASE("tier: a TaskExit waits for the client to read the process's last outp
   }
 }
 
+// A Delete that comes while the exit waits (`ctr task rm` right after a kill) waits for
+// the TaskExit: /tasks/delete must follow it.
+TEST_CASE("tier: a Delete while the TaskExit waits for the output comes after it", "[tier]") {
+  Tier tier;
+  tier.script.output = "never read\n";
+  const std::string fifo = tier.dir.sub("c4-stdout");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  shim::UniqueFd client(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  REQUIRE(client.valid());
+  REQUIRE(tier.create("c4", kPrivatePidSpec, fifo).status.ok());
+  REQUIRE(tier.start("c4").status.ok());
+  tier.reaper.exit(4002, 3);
+  // The Delete may run once State says stopped, which is at once.
+  task::StateRequest state;
+  state.set_id("c4");
+  task::StateResponse status;
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(tier.call("State", state, &status).status.ok());
+    if (status.status() == containerd::v1::types::STOPPED) break;
+    std::this_thread::sleep_for(1ms);
+  }
+  task::DeleteRequest remove;
+  remove.set_id("c4");
+  task::DeleteResponse deleted;
+  REQUIRE(tier.call("Delete", remove, &deleted).status.ok());
+  CHECK(deleted.exit_status() == 3);
+  CHECK(tier.publisher.topics() ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exit", "/tasks/delete"});
+}
+
 TEST_CASE("tier: a runtime's refusal at open leaves no container and no event", "[tier]") {
   Tier tier;
   auto refused = tier.create("refused", kPrivatePidSpec);

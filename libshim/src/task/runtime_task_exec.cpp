@@ -1,5 +1,8 @@
 // RuntimeTaskService: Exec (which only registers the process, as in Go), the Start of an
 // exec, and Delete of execs and of containers.
+#include <utility>
+
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -139,9 +142,41 @@ void RuntimeTaskService::remove(const CallInfo&, task::DeleteRequest request, Re
   delete_exec(*container, *process, std::move(reply));
 }
 
+// Runs `next` once the process's TaskExit went out, at most kIoDrainTimeout later: the
+// exit waits for the output to be read (on_reaped), and a /tasks/delete must follow it.
+void RuntimeTaskService::after_exit_published(TaskProcess& process, std::function<void()> next) {
+  if (!process.exit || process.exit_published) return next();
+  auto once = std::make_shared<std::function<void()>>(std::move(next));
+  auto timer = std::make_shared<boost::asio::steady_timer>(context_.executor, kIoDrainTimeout);
+  timer->async_wait([once, timer](const boost::system::error_code& ec) {
+    if (auto run = std::exchange(*once, nullptr); run && !ec) run();
+  });
+  process.exit_published_waiters.push_back([once, timer] {
+    timer->cancel();
+    if (auto run = std::exchange(*once, nullptr)) run();
+  });
+}
+
+// What Delete waits for: the TaskExit out, then the output delivered. `next` keeps the
+// call's deadline.
+void RuntimeTaskService::before_delete(const std::string& id, const std::string& exec_id,
+                                       std::function<void()> next) {
+  TaskContainer* container = nullptr;
+  TaskProcess* process = nullptr;
+  if (!find(id, exec_id, &container, &process).ok()) return next();
+  after_exit_published(*process, [this, id, exec_id, next = std::move(next),
+                                  deadline = current_call_deadline()]() mutable {
+    CallDeadlineScope scope(deadline);
+    TaskContainer* c = nullptr;
+    TaskProcess* p = nullptr;
+    if (!find(id, exec_id, &c, &p).ok()) return next();
+    drain_then(p->io.get(), std::move(next));
+  });
+}
+
 void RuntimeTaskService::delete_init(TaskContainer& container, Reply<task::DeleteResponse> reply) {
   container.init.busy = true;
-  drain_then(container.init.io.get(), [this, id = container.id, reply]() {
+  before_delete(container.id, "", [this, id = container.id, reply]() {
     TaskContainer* c = nullptr;
     if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
     auto work = [holder = c->holder] {
@@ -187,7 +222,7 @@ void RuntimeTaskService::finish_delete_init(const std::string& id, const Status&
 void RuntimeTaskService::delete_exec(TaskContainer& container, TaskProcess& process,
                                      Reply<task::DeleteResponse> reply) {
   process.busy = true;
-  drain_then(process.io.get(), [this, id = container.id, exec_id = process.exec_id, reply]() {
+  before_delete(container.id, process.exec_id, [this, id = container.id, exec_id = process.exec_id, reply]() {
     TaskContainer* c = nullptr;
     TaskProcess* p = nullptr;
     if (!find(id, exec_id, &c, &p).ok()) {

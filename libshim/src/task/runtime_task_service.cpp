@@ -120,6 +120,9 @@ void RuntimeTaskService::on_exit_published(const ProcessRef& ref, const ProcessE
   task::WaitResponse response = wait_response(exit);
   for (auto& waiter : process->waiters) waiter(response);
   process->waiters.clear();
+  auto deletes = std::move(process->exit_published_waiters);
+  process->exit_published_waiters.clear();
+  for (auto& next : deletes) next();
 }
 
 // ---- State, Wait, Kill ----------------------------------------------------------------

@@ -75,6 +75,8 @@ class RuntimeTaskService final : public TaskService {
   void delete_init(TaskContainer& container, Reply<task::DeleteResponse> reply);
   void finish_delete_init(const std::string& id, const Status& status, Reply<task::DeleteResponse> reply);
   void delete_exec(TaskContainer& container, TaskProcess& process, Reply<task::DeleteResponse> reply);
+  void before_delete(const std::string& id, const std::string& exec_id, std::function<void()> next);
+  void after_exit_published(TaskProcess& process, std::function<void()> next);
   void watch_oom(const TaskContainer& container);
 
   void on_reaped(const ProcessRef& ref, const ProcessExit& exit);

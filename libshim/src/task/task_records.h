@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,6 +43,8 @@ struct TaskProcess {
   std::unique_ptr<ProcessIO> io;
   ProcessHandle handle;  // pidfd: execs (and init by default) are signalled through it
   std::vector<ttrpc::Reply<containerd::task::v2::WaitResponse>> waiters;
+  // Deletes waiting for the TaskExit to go out (run by on_exit_published).
+  std::vector<std::function<void()>> exit_published_waiters;
 
   bool is_init() const { return exec_id.empty(); }
 };
