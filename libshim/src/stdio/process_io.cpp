@@ -17,13 +17,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "stdio/binary_logger.h"
-#include "stdio/fifo_delivery.h"
-#include "stdio/fifo_writer_opener.h"
 #include "shim/fs.h"
-#include "stdio/stdio_fd.h"
-#include "stdio/stdio_uri.h"
-#include "stdio/terminal_io.h"
+#include "stdio/process_io_impl.h"
 
 namespace shim {
 
@@ -36,11 +31,7 @@ using stdio::StreamCopier;
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
 constexpr std::array<const char*, 3> kStreamNames = {"stdin", "stdout", "stderr"};
-
-std::size_t index(StdioStream stream) { return static_cast<std::size_t>(stream); }
 
 std::string parent_dir(const std::string& path) {
   std::size_t slash = path.find_last_of('/');
@@ -50,98 +41,6 @@ std::string parent_dir(const std::string& path) {
 }
 
 }  // namespace
-
-class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
- public:
-  Impl(boost::asio::any_io_executor executor, StdioSpec spec, const shim::Logger& logger,
-       const ProcessIOOptions& options)
-      : executor_(std::move(executor)), spec_(std::move(spec)), logger_(logger),
-        options_(options) {}
-
-  shim::Status setup(int io_uid, int io_gid);
-  shim::Status start();
-  void close_stdin() { stdin_keeper_.reset(); }
-  void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool)> callback);
-  bool drained() const { return outputs_running_ == 0; }
-  void wait_delivered(std::chrono::milliseconds timeout, std::function<void(bool)> callback);
-  void wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
-                    std::function<void(bool)> callback);
-  std::uint64_t copied_bytes(StdioStream stream) const;
-  void close();
-
-  int runtime_end(StdioStream stream) const {
-    std::lock_guard lock(runtime_mu_);
-    return runtime_ends_[index(stream)].get();
-  }
-  void close_runtime_ends() {
-    std::lock_guard lock(runtime_mu_);
-    for (Fd& fd : runtime_ends_) fd.reset();
-  }
-
-  const StdioSpec& spec() const { return spec_; }
-  bool is_null() const { return null_; }
-  const boost::asio::any_io_executor& executor() const { return executor_; }
-  const std::shared_ptr<BinaryLogger>& binary_logger() const { return binary_logger_; }
-  // Set in setup only, so readable from any thread afterwards.
-  const std::shared_ptr<TerminalIO>& terminal() const { return terminal_; }
-
- private:
-  struct DrainWaiter {
-    std::uint64_t id;
-    std::shared_ptr<boost::asio::steady_timer> timer;
-    std::function<void(bool)> callback;
-  };
-
-  const std::string& path_of(StdioStream stream) const {
-    static const std::array<std::string StdioSpec::*, 3> kFields = {
-        &StdioSpec::stdin, &StdioSpec::stdout, &StdioSpec::stderr};
-    return spec_.*kFields[index(stream)];
-  }
-
-  shim::Status make_pipes(int io_uid, int io_gid);
-  shim::Status setup_binary_logger(const StdioUri& uri);
-  shim::Status setup_terminal();
-  shim::Status start_terminal();
-  shim::Status open_output_file(const std::string& path);
-  shim::Status start_stdin();
-  shim::Status start_output(StdioStream stream);
-  void start_output_copy(StdioStream stream, CopyTarget target);
-  void on_output_done(StdioStream stream, const CopyResult& result);
-  void notify_drained(bool drained);
-  // Bytes copied and bytes still unread in the output FIFOs: any change is progress.
-  std::pair<std::uint64_t, std::size_t> output_progress() const;
-  // Duplicates of the delivery probes (close() may close the originals meanwhile).
-  std::vector<Fd> probe_copies() const;
-  void settle_step(SteadyClock::time_point deadline, std::chrono::milliseconds stall,
-                   std::pair<std::uint64_t, std::size_t> before, std::function<void(bool)> callback);
-
-  boost::asio::any_io_executor executor_;
-  StdioSpec spec_;
-  shim::Logger logger_;
-  ProcessIOOptions options_;
-  bool null_ = false;
-  bool started_ = false;
-  bool closed_ = false;
-
-  mutable std::mutex runtime_mu_;
-  std::array<Fd, 3> runtime_ends_;  // guarded by runtime_mu_
-  std::array<Fd, 3> shim_ends_;     // stdin: write end; stdout/stderr: read ends
-  // A plain-file target shared by stdout and stderr (file://, or one non-FIFO path).
-  std::shared_ptr<Fd> shared_file_;
-  std::string shared_file_path_;
-
-  Fd stdin_keeper_;
-  std::array<std::shared_ptr<StreamCopier>, 3> copiers_;
-  std::array<std::shared_ptr<FifoWriterOpener>, 3> openers_;
-  // Our own readers of the output FIFOs (a copy of each keeper, which goes with its copy),
-  // kept until close() to see what the client has not read yet.
-  std::array<Fd, 3> delivery_probes_;
-  int outputs_running_ = 0;
-  std::uint64_t next_waiter_id_ = 0;
-  std::vector<DrainWaiter> waiters_;
-  std::shared_ptr<BinaryLogger> binary_logger_;  // binary:// stdout; set in setup only
-  std::shared_ptr<TerminalIO> terminal_;         // terminal=true; set in setup only
-};
 
 shim::Status ProcessIO::Impl::setup(int io_uid, int io_gid) {
   if (spec_.terminal) return setup_terminal();  // even with no stdio: runc needs the socket
@@ -179,8 +78,8 @@ shim::Status ProcessIO::Impl::setup_binary_logger(const StdioUri& uri) {
     return {};
   }
   std::lock_guard lock(runtime_mu_);
-  runtime_ends_[index(StdioStream::kStdout)] = binary_logger_->take_stdout_writer();
-  runtime_ends_[index(StdioStream::kStderr)] = binary_logger_->take_stderr_writer();
+  runtime_ends_[stream_index(StdioStream::kStdout)] = binary_logger_->take_stdout_writer();
+  runtime_ends_[stream_index(StdioStream::kStderr)] = binary_logger_->take_stderr_writer();
   return {};
 }
 
@@ -230,15 +129,15 @@ shim::Status ProcessIO::Impl::make_pipes(int io_uid, int io_gid) {
     bool input = stream == StdioStream::kStdin;
     Fd& runtime_end = input ? pipe.read_end : pipe.write_end;
     Fd& shim_end = input ? pipe.write_end : pipe.read_end;
-    const char* name = kStreamNames[index(stream)];
+    const char* name = kStreamNames[stream_index(stream)];
     if (::fchown(runtime_end.get(), io_uid, io_gid) < 0) {
       return stdio::errno_status(fmt::format("failed to chown {}", name));
     }
     if (shim::Status status = stdio::set_nonblocking(shim_end.get()); !status.ok()) return status;
     if (!input) ++outputs_running_;
     std::lock_guard lock(runtime_mu_);
-    runtime_ends_[index(stream)] = std::move(runtime_end);
-    shim_ends_[index(stream)] = std::move(shim_end);
+    runtime_ends_[stream_index(stream)] = std::move(runtime_end);
+    shim_ends_[stream_index(stream)] = std::move(shim_end);
   }
   return {};
 }
@@ -304,7 +203,7 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
     return {};
   }
   std::weak_ptr<Impl> weak = weak_from_this();
-  openers_[index(stream)] = FifoWriterOpener::start(
+  openers_[stream_index(stream)] = FifoWriterOpener::start(
       executor_, std::move(path_fd), path, [weak, stream](shim::Status status, OpenedFifo fifo) {
         auto self = weak.lock();
         if (!self || self->closed_) return;
@@ -312,7 +211,7 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
           self->on_output_done(stream, CopyResult{0, status});
           return;
         }
-        self->delivery_probes_[index(stream)] =
+        self->delivery_probes_[stream_index(stream)] =
             Fd(::fcntl(fifo.keeper.get(), F_DUPFD_CLOEXEC, 0));
         auto writer = std::make_shared<Fd>(std::move(fifo.writer));
         self->start_output_copy(stream, CopyTarget{writer, std::move(fifo.keeper)});
@@ -322,8 +221,8 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
 
 void ProcessIO::Impl::start_output_copy(StdioStream stream, CopyTarget target) {
   std::weak_ptr<Impl> weak = weak_from_this();
-  copiers_[index(stream)] = StreamCopier::start(
-      executor_, kStreamNames[index(stream)], std::move(shim_ends_[index(stream)]),
+  copiers_[stream_index(stream)] = StreamCopier::start(
+      executor_, kStreamNames[stream_index(stream)], std::move(shim_ends_[stream_index(stream)]),
       std::move(target), options_.copy_method, [weak, stream](const CopyResult& result) {
         if (auto self = weak.lock()) self->on_output_done(stream, result);
       });
@@ -331,106 +230,13 @@ void ProcessIO::Impl::start_output_copy(StdioStream stream, CopyTarget target) {
 
 void ProcessIO::Impl::on_output_done(StdioStream stream, const CopyResult& result) {
   if (!result.status.ok()) {
-    logger_.warn(fmt::format("error copying {}", kStreamNames[index(stream)]),
+    logger_.warn(fmt::format("error copying {}", kStreamNames[stream_index(stream)]),
                  {{"error", result.status.message()}});
   }
   // Our end of the process's pipe is closed with the copier; drop it too if the copy
   // never began (the FIFO could not be opened), so the process gets EPIPE, not a hang.
-  shim_ends_[index(stream)].reset();
+  shim_ends_[stream_index(stream)].reset();
   if (--outputs_running_ == 0) notify_drained(true);
-}
-
-void ProcessIO::Impl::wait_drained(std::chrono::milliseconds timeout,
-                                   std::function<void(bool)> callback) {
-  if (drained() || closed_) {
-    bool drained_now = drained();
-    boost::asio::post(executor_, [callback = std::move(callback), drained_now] {
-      callback(drained_now);
-    });
-    return;
-  }
-  std::uint64_t id = next_waiter_id_++;
-  auto timer = std::make_shared<boost::asio::steady_timer>(executor_, timeout);
-  waiters_.push_back(DrainWaiter{id, timer, std::move(callback)});
-  timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self) return;
-    for (auto it = self->waiters_.begin(); it != self->waiters_.end(); ++it) {
-      if (it->id != id) continue;
-      auto expired = std::move(it->callback);
-      self->waiters_.erase(it);
-      expired(false);
-      return;
-    }
-  });
-}
-
-std::vector<Fd> ProcessIO::Impl::probe_copies() const {
-  std::vector<Fd> readers;
-  for (const Fd& probe : delivery_probes_) {
-    if (probe.valid()) readers.emplace_back(::fcntl(probe.get(), F_DUPFD_CLOEXEC, 0));
-  }
-  return readers;
-}
-
-std::pair<std::uint64_t, std::size_t> ProcessIO::Impl::output_progress() const {
-  std::size_t unread = 0;
-  for (const Fd& probe : delivery_probes_) unread += stdio::unread_bytes(probe.get());
-  return {copied_bytes(StdioStream::kStdout) + copied_bytes(StdioStream::kStderr), unread};
-}
-
-void ProcessIO::Impl::wait_delivered(std::chrono::milliseconds timeout,
-                                     std::function<void(bool)> callback) {
-  const auto deadline = SteadyClock::now() + timeout;
-  auto after_drain = [weak = weak_from_this(), deadline, callback](bool drained) mutable {
-    auto self = weak.lock();
-    if (!self || !drained || self->closed_) return callback(false);
-    stdio::wait_until_read(self->executor_, self->probe_copies(),
-                           stdio::FifoReadWait{.deadline = deadline}, std::move(callback));
-  };
-  wait_drained(timeout, std::move(after_drain));
-}
-
-void ProcessIO::Impl::wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
-                                   std::function<void(bool)> callback) {
-  settle_step(SteadyClock::now() + timeout, stall, output_progress(), std::move(callback));
-}
-
-// Waits for the drain `stall` at a time, going on while the copies or the client moved.
-void ProcessIO::Impl::settle_step(SteadyClock::time_point deadline, std::chrono::milliseconds stall,
-                                  std::pair<std::uint64_t, std::size_t> before,
-                                  std::function<void(bool)> callback) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-  auto after = [weak = weak_from_this(), deadline, stall, before, callback](bool drained) mutable {
-    auto self = weak.lock();
-    if (!self || self->closed_) return callback(false);
-    if (drained) {
-      return stdio::wait_until_read(self->executor_, self->probe_copies(),
-                                    stdio::FifoReadWait{.deadline = deadline, .stall = stall},
-                                    std::move(callback));
-    }
-    auto now = self->output_progress();
-    if (now == before || SteadyClock::now() >= deadline) return callback(false);
-    self->settle_step(deadline, stall, now, std::move(callback));
-  };
-  wait_drained(std::clamp(left, std::chrono::milliseconds(0), stall), std::move(after));
-}
-
-void ProcessIO::Impl::notify_drained(bool drained) {
-  std::vector<DrainWaiter> waiters = std::move(waiters_);
-  waiters_.clear();
-  for (DrainWaiter& waiter : waiters) {
-    waiter.timer->cancel();
-    boost::asio::post(executor_, [callback = std::move(waiter.callback), drained] {
-      callback(drained);
-    });
-  }
-}
-
-std::uint64_t ProcessIO::Impl::copied_bytes(StdioStream stream) const {
-  if (terminal_) return terminal_->copied_bytes(stream);
-  const auto& copier = copiers_[index(stream)];
-  return copier ? copier->bytes() : 0;
 }
 
 void ProcessIO::Impl::close() {
