@@ -1,5 +1,7 @@
 // RuntimeTaskService: Exec (which only registers the process, as in Go), the Start of an
 // exec, and Delete of execs and of containers.
+#include <cmath>
+#include <string>
 #include <utility>
 
 #include <boost/asio/steady_timer.hpp>
@@ -14,10 +16,38 @@
 
 namespace shim {
 
+namespace {
+
+// The JSON pointer of the first number in `value` beyond a double's range, or "" if none.
+// Boost.JSON reads such a number as an infinity and writes it back as "Infinity", which
+// is not JSON: runc would fail on it with a parse error about a file the user never saw.
+std::string out_of_range_number(const boost::json::value& value, const std::string& at) {
+  if (value.is_double()) return std::isfinite(value.get_double()) ? "" : (at.empty() ? "/" : at);
+  if (const auto* object = value.if_object()) {
+    for (const auto& [key, member] : *object) {
+      std::string escaped;
+      for (char c : key) escaped += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+      if (std::string found = out_of_range_number(member, at + "/" + escaped); !found.empty()) return found;
+    }
+  } else if (const auto* array = value.if_array()) {
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      if (std::string found = out_of_range_number((*array)[i], fmt::format("{}/{}", at, i)); !found.empty()) {
+        return found;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Status exec_spec(const task::ExecProcessRequest& request, std::string* spec_json) {
   boost::system::error_code ec;
   boost::json::value spec = boost::json::parse(request.spec().value(), ec);
   if (ec || !spec.is_object()) return invalid_argument("exec spec is not an OCI process JSON object");
+  if (std::string at = out_of_range_number(spec, ""); !at.empty()) {
+    return invalid_argument(fmt::format("exec spec: the number at {} is out of range", at));
+  }
   spec.as_object()["terminal"] = request.terminal();
   *spec_json = boost::json::serialize(spec);
   return {};

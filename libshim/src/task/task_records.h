@@ -81,7 +81,7 @@ bool has_private_pid_namespace(const boost::json::object& spec);
 ProcessStdio runtime_stdio(const ProcessIO& io);
 
 // The exec's OCI Process JSON with `terminal` forced to the request's value (Go does so).
-// InvalidArgument unless the spec is a JSON object.
+// InvalidArgument unless the spec is a JSON object whose numbers all fit a double.
 Status exec_spec(const containerd::task::v2::ExecProcessRequest& request, std::string* spec_json);
 
 // The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
