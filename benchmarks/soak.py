@@ -12,7 +12,9 @@ Per side (a private containerd each, benchmarks/shimbench/env.py):
   3. 50 concurrent execs into one container (liveness probes): p50/p99 and failures;
   4. 100 containers in one grouped shim: the shim's RSS, threads and fds.
 Counts stop at --execs/--runs or after --exec-seconds/--run-seconds (0: no time bound),
-whichever comes first; the counts reached are reported as they are. Writes
+whichever comes first; the counts reached are reported as they are. --phases runs some of
+the four; the others (and a side left out with --only) are kept from an existing soak.json
+in --out, each phase with the arguments and date of the run that measured it. Writes
 benchmarks/results/<date>/soak.{json,md,png}. Needs root and gnuplot (installed on demand).
 """
 import argparse
@@ -20,6 +22,7 @@ import concurrent.futures
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,6 +35,7 @@ from shimbench.stats import percentile  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GO_SHIM = "/usr/bin/containerd-shim-runc-v2"
 SOCKET_DIR = "/run/containerd/s"
+PHASES = ("execs", "runs", "concurrent", "grouped")
 
 
 def log(message):
@@ -51,6 +55,17 @@ def sample(pid, count, began):
             "zombies": zombies(pid)}
 
 
+def note_failure(result, n, errors, keep=10):
+    """1 if `result` failed; the first `keep` failures are kept: which one, when, ctr's words."""
+    if result.returncode == 0:
+        return 0
+    if len(errors) < keep:
+        errors.append({"n": n, "at": time.strftime("%H:%M:%S"), "exit": result.returncode,
+                       "stderr": result.stderr.strip()[-300:]})
+    log(f"failure {n}: exit {result.returncode}: {result.stderr.strip()[-300:]}")
+    return 1
+
+
 def bounded(limit, seconds, began, done):
     return done < limit and (seconds <= 0 or time.monotonic() - began < seconds)
 
@@ -59,18 +74,18 @@ def exec_soak(side, limit, seconds, every):
     cid = side.start_sleeper("soak")
     try:
         pid = side.daemon(cid)
-        began, n, failures, curve = time.monotonic(), 0, 0, []
+        began, n, failures, curve, errors = time.monotonic(), 0, 0, [], []
         curve.append(sample(pid, 0, began))
         while bounded(limit, seconds, began, n):
             r = side.ctr("task", "exec", "--exec-id", f"s{n}", cid, "/bin/true", check=False,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            failures += r.returncode != 0
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            failures += note_failure(r, n, errors)
             n += 1
             if n % every == 0:
                 curve.append(sample(pid, n, began))
         curve.append(sample(pid, n, began))
-        return {"count": n, "failures": failures, "seconds": round(time.monotonic() - began, 1),
-                "curve": curve}
+        return {"count": n, "failures": failures, "errors": errors,
+                "seconds": round(time.monotonic() - began, 1), "curve": curve}
     finally:
         side.remove(cid)
 
@@ -84,7 +99,7 @@ def socket_count():
 
 def run_soak(side, limit, seconds, every):
     pid = side.process.pid
-    began, n, failures, curve = time.monotonic(), 0, 0, []
+    began, n, failures, curve, errors = time.monotonic(), 0, 0, [], []
     sockets_before = socket_count()
 
     def point():
@@ -96,15 +111,15 @@ def run_soak(side, limit, seconds, every):
     curve.append(point())
     while bounded(limit, seconds, began, n):
         r = env.run(side.run_argv(side.cid(f"r{n}"), "/bin/true", rm=True), check=False,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        failures += r.returncode != 0
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        failures += note_failure(r, n, errors)
         n += 1
         if n % every == 0:
             curve.append(point())
     time.sleep(1)
     curve.append(point())
-    return {"count": n, "failures": failures, "seconds": round(time.monotonic() - began, 1),
-            "curve": curve}
+    return {"count": n, "failures": failures, "errors": errors,
+            "seconds": round(time.monotonic() - began, 1), "curve": curve}
 
 
 def concurrent_execs(side, parallel=50, rounds=4):
@@ -153,11 +168,49 @@ def grouped(side, count=100):
         side.remove(*cids)
 
 
+def private_copy(binary, ws, name):
+    """The shim copied into the workspace: a rebuild during a long soak must not swap the
+    binary under it (a relink mid-run made `ctr run` fail while the file was half written)."""
+    folder = os.path.join(ws.dir, f"bin-{name}")
+    os.makedirs(folder, exist_ok=True)
+    copy = os.path.join(folder, os.path.basename(binary))
+    shutil.copy2(binary, copy)
+    return copy
+
+
+def run_phase(side, phase, args):
+    if phase == "execs":
+        return exec_soak(side, args.execs, args.exec_seconds, args.every)
+    if phase == "runs":
+        return run_soak(side, args.runs, args.run_seconds, max(1, args.every // 4))
+    if phase == "concurrent":
+        return concurrent_execs(side)
+    return grouped(side)
+
+
+def merge_previous(path, results):
+    """The phases and sides this run did not measure, from an earlier soak.json."""
+    if not os.path.exists(path):
+        return results
+    with open(path) as f:
+        old = json.load(f)
+    merged = {}
+    for side in sorted(set(old["results"]) | set(results), key=lambda s: s != "ours"):
+        phases = dict(old["results"].get(side, {}))
+        for phase in phases.values():
+            phase.setdefault("measured", {"args": old.get("args")})
+        phases.update(results.get(side, {}))
+        merged[side] = phases
+    return merged
+
+
 def draw(results, png):
     chart.ensure_gnuplot()
     data = {}
     for side, r in results.items():
         for phase, key in (("execs", "exec"), ("runs", "run")):
+            if phase not in r:
+                continue
             path = f"{png}.{side}.{key}.dat"
             with open(path, "w") as f:
                 for s in r[phase]["curve"]:
@@ -168,25 +221,45 @@ def draw(results, png):
                             ("run", "ctr run --rm through one containerd", "containerd")):
         lines = []
         for side in results:
-            path = data[(side, key)]
+            path = data.get((side, key))
+            if path is None:
+                continue
             lines.append(f"'{path}' using 1:2 with lines lw 2 title '{side} {who} RSS (MiB)'")
             lines.append(f"'{path}' using 1:3 with lines dt 2 title '{side} {who} fds'")
             lines.append(f"'{path}' using 1:4 with lines dt 3 title '{side} {who} threads'")
             lines.append(f"'{path}' using 1:5 with points pt 7 title '{side} zombies'")
-        plots.append(f"set title '{title}'; set xlabel 'count'; plot " + ", ".join(lines))
+        if lines:
+            plots.append(f"set title '{title}'; set xlabel 'count'; plot " + ", ".join(lines))
     script = (f"set terminal pngcairo size 1500,600 font 'DejaVu Sans,10'; set output '{png}';"
-              "set multiplot layout 1,2; set key left top; set grid; set yrange [0:*]; set offsets 0,0,4,0;"
+              f"set multiplot layout 1,{len(plots)}; set key left top; set grid; set yrange [0:*]; set offsets 0,0,4,0;"
               + "; ".join(plots) + "; unset multiplot")
     subprocess.run(["gnuplot", "-e", script], check=True)
     for path in data.values():
         os.unlink(path)
 
 
+def provenance(results):
+    """Which run measured each phase: `python3 benchmarks/soak.py` with these arguments."""
+    lines = []
+    for side, phases in results.items():
+        for phase, r in phases.items():
+            m = r.get("measured", {})
+            args = {k: v for k, v in (m.get("args") or {}).items() if k not in ("ours", "out")}
+            lines.append(f"- {side} {phase}: {m.get('date', 'an earlier run')}, {args}")
+    return "Measured by `python3 benchmarks/soak.py` with:\n\n" + "\n".join(lines)
+
+
 def summary(results):
     rows = ["| | " + " | ".join(results) + " |", "|---" * (len(results) + 1) + "|"]
 
+    def cell(fn, r):
+        try:
+            return fn(r)
+        except KeyError:  # a phase this side has not measured yet
+            return "-"
+
     def row(label, fn):
-        rows.append(f"| {label} | " + " | ".join(fn(r) for r in results.values()) + " |")
+        rows.append(f"| {label} | " + " | ".join(cell(fn, r) for r in results.values()) + " |")
 
     def flat(r, phase, field, unit=1, fmt="{:.1f}"):
         c = r[phase]["curve"]
@@ -221,10 +294,15 @@ def main():
     parser.add_argument("--runs", type=int, default=10000)
     parser.add_argument("--run-seconds", type=float, default=300)
     parser.add_argument("--every", type=int, default=100, help="sample every N execs/runs")
+    parser.add_argument("--phases", default=",".join(PHASES),
+                        help=f"comma-separated subset of {','.join(PHASES)}")
     parser.add_argument("--out", help="results folder (default benchmarks/results/<date>)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("soak: needs root")
+    phases = [p for p in args.phases.split(",") if p]
+    if not phases or any(p not in PHASES for p in phases):
+        sys.exit(f"soak: --phases takes a subset of {','.join(PHASES)}")
     binaries = [("ours", args.ours)] + ([] if args.no_go else [("go", GO_SHIM)])
     if args.only:
         binaries = [b for b in binaries if b[0] == args.only]
@@ -233,36 +311,29 @@ def main():
     try:
         ws.build_rootfs()
         for name, binary in binaries:
-            side = env.Side(name, name, binary, ws)
+            side = env.Side(name, name, private_copy(binary, ws, name), ws)
             side.start()
             try:
                 r = results[name] = {}
-                log(f"{name}: execs into one container ...")
-                r["execs"] = exec_soak(side, args.execs, args.exec_seconds, args.every)
-                log(f"{name}: ctr run --rm ...")
-                r["runs"] = run_soak(side, args.runs, args.run_seconds, max(1, args.every // 4))
-                log(f"{name}: 50 concurrent execs ...")
-                r["concurrent"] = concurrent_execs(side)
-                log(f"{name}: 100 containers in one grouped shim ...")
-                r["grouped"] = grouped(side)
+                measured = {"date": datetime.datetime.now().isoformat(timespec="minutes"),
+                            "args": vars(args)}
+                for phase in phases:
+                    log(f"{name}: {phase} ...")
+                    r[phase] = run_phase(side, phase, args)
+                    r[phase]["measured"] = measured
             finally:
                 side.stop()
     finally:
         ws.cleanup()
     out = args.out or os.path.join(REPO, "benchmarks", "results", datetime.date.today().isoformat())
     os.makedirs(out, exist_ok=True)
-    previous = os.path.join(out, "soak.json")
-    if args.only and os.path.exists(previous):
-        with open(previous) as f:
-            old = json.load(f)["results"]
-        results = {**{k: v for k, v in old.items() if k not in results}, **results}
-        results = dict(sorted(results.items(), key=lambda kv: kv[0] != "ours"))
+    results = merge_previous(os.path.join(out, "soak.json"), results)
     with open(os.path.join(out, "soak.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
     draw(results, os.path.join(out, "soak.png"))
     text = summary(results)
     with open(os.path.join(out, "soak.md"), "w") as f:
-        f.write(f"# Soak and load\n\n`python3 benchmarks/soak.py` with {vars(args)}\n\n{text}\n\n![curves](soak.png)\n")
+        f.write(f"# Soak and load\n\n{text}\n\n{provenance(results)}\n\n![curves](soak.png)\n")
     print(text)
 
 
