@@ -39,7 +39,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using shim::test::Caller;
 using shim::test::check_clean_start;
-using shim::test::kNamespace;
+using shim::test::kSandboxNamespace;
 using shim::test::serving_daemon;
 using shim::test::ShimRun;
 using shim::test::ShimSandbox;
@@ -169,7 +169,7 @@ TEST_CASE("shim-example daemon: output written before the client opens its FIFO 
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_FALSE(fs::exists(run.out.substr(7)));
-  const std::string ns = kNamespace;
+  const std::string ns = kSandboxNamespace;
   CHECK(events.topics() ==
         std::vector<std::string>{"/tasks/create containerd.events.TaskCreate " + ns,
                                  "/tasks/start containerd.events.TaskStart " + ns,

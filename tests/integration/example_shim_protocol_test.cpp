@@ -40,8 +40,8 @@ using shim::test::chrooted_child;
 using shim::test::clean_env;
 using shim::test::connect_shim_pid;
 using shim::test::is_socket_with_mode;
-using shim::test::kContainerdBinary;
-using shim::test::kNamespace;
+using shim::test::kSandboxContainerd;
+using shim::test::kSandboxNamespace;
 using shim::test::run_shim;
 using shim::test::serving_daemon;
 using shim::test::ShimRun;
@@ -202,8 +202,8 @@ TEST_CASE("shim-example delete prints only a DeleteResponse", "[shim-protocol]")
   const std::string bundle = sb.make_bundle("t1");
   auto delete_argv = [&](bool with_namespace) {
     std::vector<std::string> argv = {sb.binary()};
-    if (with_namespace) argv.insert(argv.end(), {"-namespace", kNamespace});
-    argv.insert(argv.end(), {"-address", sb.grpc(), "-publish-binary", kContainerdBinary, "-id",
+    if (with_namespace) argv.insert(argv.end(), {"-namespace", kSandboxNamespace});
+    argv.insert(argv.end(), {"-address", sb.grpc(), "-publish-binary", kSandboxContainerd, "-id",
                              "t1", "-bundle", bundle, "delete"});
     return argv;
   };

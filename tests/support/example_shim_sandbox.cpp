@@ -211,7 +211,7 @@ std::string ShimSandbox::make_bundle(
 }
 
 std::string ShimSandbox::socket_path(const std::string& group, const std::string& socket_dir) {
-  std::string path = shim::test::go_shim_socket_path(grpc_, kNamespace, group);
+  std::string path = shim::test::go_shim_socket_path(grpc_, kSandboxNamespace, group);
   path = socket_dir + "/" + fs::path(path).filename().string();
   sockets_.push_back(path);
   return path;
@@ -219,9 +219,9 @@ std::string ShimSandbox::socket_path(const std::string& group, const std::string
 
 ShimRun ShimSandbox::start(Caller caller, const std::string& id, const std::string& bundle,
                            std::optional<std::string> stdin_data, bool debug) {
-  std::vector<std::string> argv = {binary_,    "-namespace",      kNamespace,
+  std::vector<std::string> argv = {binary_,    "-namespace",      kSandboxNamespace,
                                    "-address", grpc_,             "-publish-binary",
-                                   kContainerdBinary, "-id",      id};
+                                   kSandboxContainerd, "-id",      id};
   if (caller == Caller::k2_3) argv.insert(argv.end(), {"-bundle", bundle});
   if (debug) argv.push_back("-debug");
   argv.push_back("start");
@@ -235,7 +235,7 @@ std::vector<std::string> ShimSandbox::env_for(Caller caller) const {
   extra.push_back("TTRPC_ADDRESS=" + ttrpc_);
   if (caller != Caller::k1_6) {
     extra.push_back("GRPC_ADDRESS=" + grpc_);
-    extra.push_back(fmt::format("NAMESPACE={}", kNamespace));
+    extra.push_back(fmt::format("NAMESPACE={}", kSandboxNamespace));
   }
   return clean_env(extra);
 }
@@ -245,12 +245,12 @@ std::string ShimSandbox::default_stdin(Caller caller, const std::string& id, boo
   if (caller == Caller::k1_7) return runc_options_any().SerializeAsString();
   bootstrap_v1::BootstrapParams params;
   params.set_instance_id(id);
-  params.set_namespace_(kNamespace);
+  params.set_namespace_(kSandboxNamespace);
   params.set_log_level(debug ? bootstrap_v1::LOG_LEVEL_DEBUG : bootstrap_v1::LOG_LEVEL_INFO);
   params.set_containerd_version("v2.3.0");
   params.set_containerd_ttrpc_address(ttrpc_);
   params.set_containerd_grpc_address(grpc_);
-  params.set_containerd_binary(kContainerdBinary);
+  params.set_containerd_binary(kSandboxContainerd);
   *params.add_extensions()->mutable_value() = runc_options_any();
   params.set_socket_dir(socket_dir_);
   return params.SerializeAsString();
@@ -365,7 +365,7 @@ void check_daemon_attributes(const ShimSandbox& sb, pid_t daemon, const ShimRun&
   CHECK(link_target(fmt::format("/proc/{}/fd/2", daemon)) == bundle + "/log");
   CHECK(read_int_file(fmt::format("/proc/{}/oom_score_adj", daemon)) ==
         std::min(read_int_file("/proc/self/oom_score_adj") + 1, 1000));
-  std::vector<std::string> argv = {sb.binary(), "-namespace", kNamespace, "-id",
+  std::vector<std::string> argv = {sb.binary(), "-namespace", kSandboxNamespace, "-id",
                                    group,       "-address",   sb.grpc()};
   if (debug) argv.push_back("-debug");
   CHECK(split_nul(slurp(fmt::format("/proc/{}/cmdline", daemon))) == argv);

@@ -19,8 +19,8 @@
 namespace shim::test {
 
 // The namespace and containerd binary the sandbox's `start` runs name.
-inline constexpr const char* kNamespace = "spns";
-inline constexpr const char* kContainerdBinary = "/usr/bin/containerd";
+inline constexpr const char* kSandboxNamespace = "spns";
+inline constexpr const char* kSandboxContainerd = "/usr/bin/containerd";
 
 // The built shim-example binary (shim_build_dir()/shim-example/containerd-shim-example-v1).
 const std::string& example_shim_binary();
