@@ -115,6 +115,17 @@ std::string drain_fifo(const std::string& path) {
   return text;
 }
 
+// The wait status of `daemon` (our child through the subreaper) once it exited, waiting
+// up to 5 s; -1 (not WIFEXITED) if it had not, so a daemon that stays fails the checks.
+int wait_for_exit(pid_t daemon) {
+  int status = 0;
+  for (int i = 0; i < 500; ++i) {
+    if (::waitpid(daemon, &status, WNOHANG) == daemon) return status;
+    std::this_thread::sleep_for(10ms);
+  }
+  return -1;
+}
+
 }  // namespace
 
 TEST_CASE("shim-example daemon: output written before the client opens its FIFO end is kept",
@@ -162,10 +173,7 @@ TEST_CASE("shim-example daemon: output written before the client opens its FIFO 
     task_call<shim::pb::Empty>(client, "Shutdown", shutdown);
   }
   // Shutdown: the daemon flushes its events, removes its socket and exits 0.
-  int status = 0;
-  for (int i = 0; i < 500 && ::waitpid(daemon, &status, WNOHANG) == 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  int status = wait_for_exit(daemon);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_FALSE(fs::exists(run.out.substr(7)));
@@ -208,10 +216,7 @@ TEST_CASE("shim-example daemon: an OCI process whose args are not strings fails 
     shutdown.set_id("t1");
     task_call<shim::pb::Empty>(client, "Shutdown", shutdown);
   }
-  int status = 0;
-  for (int i = 0; i < 500 && ::waitpid(daemon, &status, WNOHANG) == 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  int status = wait_for_exit(daemon);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
