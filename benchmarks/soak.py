@@ -5,8 +5,10 @@
     python3 benchmarks/soak.py --execs 100000 --runs 10000 --exec-seconds 0 --run-seconds 0
 
 Per side (a private containerd each, benchmarks/shimbench/env.py):
-  1. execs into one container (`ctr task exec /bin/true`, one after another), sampling the
-     shim's RSS, fds, threads and zombie children every --every execs;
+  1. execs into one container (`ctr task exec /bin/true`, one after another; with
+     --exec-via shim, Exec/Start/Wait/Delete over the shim's socket instead, twice the
+     rate: shimbench/task_exec.py), sampling the shim's RSS, fds, threads and zombie
+     children every --every execs;
   2. `ctr run --rm /bin/true` through one containerd, sampling containerd's RSS, fds and
      threads, its zombie children, live shims and sockets left in /run/containerd/s;
   3. 50 concurrent execs into one container (liveness probes): p50/p99 and failures;
@@ -29,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from shimbench import chart, env, procs  # noqa: E402
+from shimbench import chart, env, procs, task_exec, ttrpc  # noqa: E402
 from shimbench.stats import percentile  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,21 +72,42 @@ def bounded(limit, seconds, began, done):
     return done < limit and (seconds <= 0 or time.monotonic() - began < seconds)
 
 
-def exec_soak(side, limit, seconds, every):
+def ctr_exec(side, cid):
+    """`ctr task exec /bin/true`, one process and one containerd round trip per exec."""
+    def one(n):
+        return side.ctr("task", "exec", "--exec-id", f"s{n}", cid, "/bin/true", check=False,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return one, lambda: None
+
+
+def shim_exec(side, cid):
+    """Exec/Start/Wait/Delete of /bin/true over the shim's socket (shimbench/task_exec.py)."""
+    execer = task_exec.Execer(side, cid, ["/bin/true"])
+
+    def one(n):
+        try:
+            status = execer.exec(f"s{n}")
+            return subprocess.CompletedProcess([], status, "", f"exit status {status}")
+        except (ttrpc.TtrpcError, OSError) as e:
+            return subprocess.CompletedProcess([], 255, "", str(e))
+    return one, execer.close
+
+
+def exec_soak(side, limit, seconds, every, via):
     cid = side.start_sleeper("soak")
     try:
         pid = side.daemon(cid)
+        one, close = (shim_exec if via == "shim" else ctr_exec)(side, cid)
         began, n, failures, curve, errors = time.monotonic(), 0, 0, [], []
         curve.append(sample(pid, 0, began))
         while bounded(limit, seconds, began, n):
-            r = side.ctr("task", "exec", "--exec-id", f"s{n}", cid, "/bin/true", check=False,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            failures += note_failure(r, n, errors)
+            failures += note_failure(one(n), n, errors)
             n += 1
             if n % every == 0:
                 curve.append(sample(pid, n, began))
         curve.append(sample(pid, n, began))
-        return {"count": n, "failures": failures, "errors": errors,
+        close()
+        return {"count": n, "failures": failures, "errors": errors, "via": via,
                 "seconds": round(time.monotonic() - began, 1), "curve": curve}
     finally:
         side.remove(cid)
@@ -180,7 +203,7 @@ def private_copy(binary, ws, name):
 
 def run_phase(side, phase, args):
     if phase == "execs":
-        return exec_soak(side, args.execs, args.exec_seconds, args.every)
+        return exec_soak(side, args.execs, args.exec_seconds, args.every, args.exec_via)
     if phase == "runs":
         return run_soak(side, args.runs, args.run_seconds, max(1, args.every // 4))
     if phase == "concurrent":
@@ -265,7 +288,8 @@ def summary(results):
         c = r[phase]["curve"]
         return f"{fmt.format(c[0][field] / unit)} -> {fmt.format(max(s[field] for s in c) / unit)} " \
                f"(max) -> {fmt.format(c[-1][field] / unit)}"
-    row("execs (count, failures, seconds)", lambda r: f"{r['execs']['count']}, {r['execs']['failures']}, {r['execs']['seconds']} s")
+    row("execs (count, failures, seconds, via)", lambda r: f"{r['execs']['count']}, {r['execs']['failures']}, "
+        f"{r['execs']['seconds']} s, {r['execs'].get('via', 'ctr')}")
     row("shim RSS MiB first -> max -> last", lambda r: flat(r, "execs", "rss_kib", 1024))
     row("shim fds", lambda r: flat(r, "execs", "fds", fmt="{:.0f}"))
     row("shim threads", lambda r: flat(r, "execs", "threads", fmt="{:.0f}"))
@@ -291,6 +315,9 @@ def main():
                         "two runs merge: an existing soak.json in --out keeps the other side)")
     parser.add_argument("--execs", type=int, default=100000)
     parser.add_argument("--exec-seconds", type=float, default=600)
+    parser.add_argument("--exec-via", choices=("ctr", "shim"), default="ctr",
+                        help="execs by `ctr task exec` or over the shim's socket (Exec, Start, "
+                        "Wait, Delete as containerd sends them; no ctr per exec)")
     parser.add_argument("--runs", type=int, default=10000)
     parser.add_argument("--run-seconds", type=float, default=300)
     parser.add_argument("--every", type=int, default=100, help="sample every N execs/runs")
