@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A long fuzzing campaign for one target, as recorded in README.md:
 #   campaign.sh <build dir> <target> [runs (default 10000000)] [libFuzzer flags...]
+# (-fork=2 runs one campaign in two worker processes, for both cores of a 2-core machine.)
 # The corpus grows in <build dir>/tests/fuzz/campaign/<target> (kept between campaigns;
 # the committed seeds in corpus/<target> are read too), crashes go to
 # <build dir>/tests/fuzz/artifacts/, and one summary line is appended to
@@ -23,7 +24,11 @@ start=$(date +%s)
 status=$?
 seconds=$(( $(date +%s) - start ))
 executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-coverage=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
+# -fork=N (one campaign, N worker processes) prints no final stats; its parent counts the
+# executions of all jobs: "INFO: fuzzed for N iterations", else its last "#N: cov: ..." line.
+[[ -n "$executed" ]] || executed=$(sed -n 's/^INFO: fuzzed for \([0-9]*\) iterations.*/\1/p' "$log" | tail -1)
+[[ -n "$executed" ]] || executed=$(grep -oE '^#[0-9]+: cov' "$log" | tail -1 | grep -oE '[0-9]+')
+coverage=$(grep -E '^#[0-9]+(:|[[:space:]]+(DONE|pulse|NEW|REDUCE))' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
 files=$(find "$corpus" -type f | wc -l)
 printf '%s executions=%s seconds=%s %s corpus=%s exit=%s\n' "$target" "${executed:-?}" "$seconds" \
   "${coverage:-cov: ?}" "$files" "$status" | tee -a "$out/campaign.log"
