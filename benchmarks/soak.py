@@ -5,10 +5,10 @@
     python3 benchmarks/soak.py --execs 100000 --runs 10000 --exec-seconds 0 --run-seconds 0
 
 Per side (a private containerd each, benchmarks/shimbench/env.py):
-  1. execs into one container (`ctr task exec /bin/true`, one after another; with
-     --exec-via shim, Exec/Start/Wait/Delete over the shim's socket instead, twice the
-     rate: shimbench/task_exec.py), sampling the shim's RSS, fds, threads and zombie
-     children every --every execs;
+  1. execs into one container (`ctr task exec /bin/true`, one after another, or N in
+     flight with --exec-parallel N; with --exec-via shim, Exec/Start/Wait/Delete over the
+     shim's socket instead, twice the rate: shimbench/task_exec.py), sampling the shim's
+     RSS, fds, threads and zombie children every --every execs;
   2. `ctr run --rm /bin/true` through one containerd, sampling containerd's RSS, fds and
      threads, its zombie children, live shims and sockets left in /run/containerd/s;
   3. 50 concurrent execs into one container (liveness probes): p50/p99 and failures;
@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -93,21 +94,39 @@ def shim_exec(side, cid):
     return one, execer.close
 
 
-def exec_soak(side, limit, seconds, every, via):
+def exec_soak(side, limit, seconds, every, via, parallel=1):
+    """`parallel` workers exec into one container, each with its own caller (connection),
+    until `limit` execs or `seconds`; the shim is sampled every `every` completed execs."""
     cid = side.start_sleeper("soak")
     try:
         pid = side.daemon(cid)
-        one, close = (shim_exec if via == "shim" else ctr_exec)(side, cid)
-        began, n, failures, curve, errors = time.monotonic(), 0, 0, [], []
-        curve.append(sample(pid, 0, began))
-        while bounded(limit, seconds, began, n):
-            failures += note_failure(one(n), n, errors)
-            n += 1
-            if n % every == 0:
-                curve.append(sample(pid, n, began))
-        curve.append(sample(pid, n, began))
-        close()
-        return {"count": n, "failures": failures, "errors": errors, "via": via,
+        callers = [(shim_exec if via == "shim" else ctr_exec)(side, cid) for _ in range(parallel)]
+        began, lock = time.monotonic(), threading.Lock()
+        count = {"started": 0, "done": 0, "failures": 0}
+        curve, errors = [sample(pid, 0, began)], []
+
+        def worker(one):
+            while True:
+                with lock:
+                    if not bounded(limit, seconds, began, count["started"]):
+                        return
+                    n = count["started"]
+                    count["started"] += 1
+                result = one(n)
+                with lock:
+                    count["failures"] += note_failure(result, n, errors)
+                    count["done"] += 1
+                    if count["done"] % every == 0:
+                        curve.append(sample(pid, count["done"], began))
+
+        with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+            for future in [pool.submit(worker, one) for one, _ in callers]:
+                future.result()
+        curve.append(sample(pid, count["done"], began))
+        for _, close in callers:
+            close()
+        return {"count": count["done"], "failures": count["failures"], "errors": errors,
+                "via": via, "parallel": parallel,
                 "seconds": round(time.monotonic() - began, 1), "curve": curve}
     finally:
         side.remove(cid)
@@ -203,7 +222,8 @@ def private_copy(binary, ws, name):
 
 def run_phase(side, phase, args):
     if phase == "execs":
-        return exec_soak(side, args.execs, args.exec_seconds, args.every, args.exec_via)
+        return exec_soak(side, args.execs, args.exec_seconds, args.every, args.exec_via,
+                         args.exec_parallel)
     if phase == "runs":
         return run_soak(side, args.runs, args.run_seconds, max(1, args.every // 4))
     if phase == "concurrent":
@@ -288,8 +308,8 @@ def summary(results):
         c = r[phase]["curve"]
         return f"{fmt.format(c[0][field] / unit)} -> {fmt.format(max(s[field] for s in c) / unit)} " \
                f"(max) -> {fmt.format(c[-1][field] / unit)}"
-    row("execs (count, failures, seconds, via)", lambda r: f"{r['execs']['count']}, {r['execs']['failures']}, "
-        f"{r['execs']['seconds']} s, {r['execs'].get('via', 'ctr')}")
+    row("execs (count, failures, seconds, via x in flight)", lambda r: f"{r['execs']['count']}, {r['execs']['failures']}, "
+        f"{r['execs']['seconds']} s, {r['execs'].get('via', 'ctr')} x{r['execs'].get('parallel', 1)}")
     row("shim RSS MiB first -> max -> last", lambda r: flat(r, "execs", "rss_kib", 1024))
     row("shim fds", lambda r: flat(r, "execs", "fds", fmt="{:.0f}"))
     row("shim threads", lambda r: flat(r, "execs", "threads", fmt="{:.0f}"))
@@ -318,6 +338,8 @@ def main():
     parser.add_argument("--exec-via", choices=("ctr", "shim"), default="ctr",
                         help="execs by `ctr task exec` or over the shim's socket (Exec, Start, "
                         "Wait, Delete as containerd sends them; no ctr per exec)")
+    parser.add_argument("--exec-parallel", type=int, default=1,
+                        help="execs in flight at once into the soak's container (default 1)")
     parser.add_argument("--runs", type=int, default=10000)
     parser.add_argument("--run-seconds", type=float, default=300)
     parser.add_argument("--every", type=int, default=100, help="sample every N execs/runs")
