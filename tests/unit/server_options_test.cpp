@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -78,6 +78,34 @@ std::string read_available(int fd, std::chrono::milliseconds wait) {
   return text;
 }
 
+// Kills and reaps the serving child on every way out of the test: a failed REQUIRE must not
+// leave it running with ctest's output pipe open (that made a failure a 300 s timeout).
+struct ReapOnExit {
+  pid_t pid;
+  ~ReapOnExit() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+// The socket file appears at bind(), before listen(): a connect in between is refused
+// (seen under load), so retry until the server accepts or 10 s pass.
+std::unique_ptr<shim::test::SyncClient> connect_when_listening(const std::string& socket) {
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    try {
+      return std::make_unique<shim::test::SyncClient>(socket);
+    } catch (const std::exception& e) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        UNSCOPED_INFO("connect to " << socket << ": " << e.what());
+        return nullptr;
+      }
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a Manager's server options, reaper and extra services reach the server", "[server-options]") {
@@ -95,20 +123,21 @@ TEST_CASE("a Manager's server options, reaper and extra services reach the serve
                     args[4].data(), args[5].data(), args[6].data(), nullptr};
     ::_exit(shim::run(7, argv, manager));
   }
+  ReapOnExit served{child};
   ::close(log_pipe[1]);
-  for (int i = 0; i < 200 && !std::filesystem::exists(socket); ++i) std::this_thread::sleep_for(10ms);
-  REQUIRE(std::filesystem::exists(socket));
   {
-    shim::test::SyncClient client(socket);
-    auto ping = client.call("vendor.Sandbox", "Ping");
+    std::unique_ptr<shim::test::SyncClient> client = connect_when_listening(socket);
+    REQUIRE(client);
+    auto ping = client->call("vendor.Sandbox", "Ping");
     CHECK(ping.status.ok());
     // The task service is there too, next to it.
-    auto state = client.call("containerd.task.v2.Task", "State", "");
+    auto state = client->call("containerd.task.v2.Task", "State", "");
     CHECK(state.status.code() == shim::Code::kUnimplemented);
   }
   ::kill(child, SIGTERM);  // the shutdown sequence: exit 0
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
+  served.pid = -1;
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   std::string log = read_available(log_pipe[0], 0ms);
