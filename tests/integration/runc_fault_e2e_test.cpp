@@ -21,6 +21,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -130,14 +132,38 @@ struct ExitTally {
   }
 };
 
+// containerd 1.7 and later delete a task found stopped at restart themselves, during
+// their init, before they serve anything: a shim that is no sandbox and whose Pids is
+// empty is "leaked" (core/runtime/v2/shim_load.go, loadShims; runtime/v2/shim_load.go in
+// 1.7). containerd publishes nothing for it and keeps no status; the shim's queued
+// /tasks/exit and /tasks/delete reach a subscriber only if containerd serves within the
+// shim's flush at shutdown (5 s), which a loaded machine can miss. (The shim then logs
+// that it could not deliver, but containerd has closed that shim's log FIFO by then.)
+// Such a container was cleaned at restart: containerd logged it and lists no task.
+bool cleaned_at_restart(RuncE2e& s, const std::string& id) {
+  if (!s.fx.version().at_least(1, 7) || !s.task_status(id).empty()) return false;
+  std::regex cleaned(fmt::format("msg=\"cleaning leaked shim process\".* id={}( |$)", id));
+  std::ifstream log(s.fx.log_path());
+  for (std::string line; std::getline(log, line);) {
+    if (std::regex_search(line, cleaned)) return true;
+  }
+  return false;
+}
+
 // The status containerd has for stopped task `id`: it lists the task stopped and the
-// State it asks the shim for carries the status (ctr prints none itself); or, as 1.7 and
-// 2.x do with a task found stopped after a restart, it deleted the task and published the
-// status in /tasks/delete.
-std::uint32_t status_known_to_containerd(RuncE2e& s, EventsSubscriber& events, const std::string& id) {
+// State it asks the shim for carries the status (ctr prints none itself); or, under 1.7
+// and 2.x, which delete a task found stopped at restart (see cleaned_at_restart), the
+// shim published the status in /tasks/delete once containerd served. nullopt: neither,
+// and the container was cleaned at restart.
+std::optional<std::uint32_t> status_known_to_containerd(RuncE2e& s, EventsSubscriber& events,
+                                                        const std::string& id) {
   std::string listed = s.task_status(id);
   if (listed.empty()) {
-    auto deleted = events.wait_for_line({"/tasks/delete", fmt::format("\"container_id\":\"{}\"", id)}, 10s);
+    // The shim of a cleaned container has finished its flush by now.
+    bool cleaned = cleaned_at_restart(s, id);
+    auto deleted = events.wait_for_line({"/tasks/delete", fmt::format("\"container_id\":\"{}\"", id)},
+                                        cleaned ? 1s : 10s);
+    if (!deleted && cleaned) return std::nullopt;
     REQUIRE(deleted);
     return static_cast<std::uint32_t>(std::atoi(json_field(*deleted, "exit_status").c_str()));
   }
@@ -211,21 +237,33 @@ TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while i
   INFO(events->text());
   ExitTally tally(lines);
   CHECK(tally.exec_order == std::vector<std::string>{"e0", "e1", "e2", "e3", "e4"});
+  int cleaned = 0, cleaned_without_exit = 0;
   for (int i = 0; i < 20; ++i) {
     std::string id = fmt::format("c{}", i);
     if (i >= 10) {
       CHECK(s.task_status(id) == "RUNNING");
       continue;
     }
-    std::uint32_t status = status_known_to_containerd(s, *events, id);
-    CHECK(status == static_cast<std::uint32_t>(10 + i));
-    tally.wrong += status != static_cast<std::uint32_t>(10 + i);
+    std::optional<std::uint32_t> status = status_known_to_containerd(s, *events, id);
+    if (!status) {
+      ++cleaned;
+      bool exit_seen = std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+        return json_field(line, "id") == id;
+      });
+      cleaned_without_exit += !exit_seen;
+      continue;
+    }
+    CHECK(*status == static_cast<std::uint32_t>(10 + i));
+    tally.wrong += *status != static_cast<std::uint32_t>(10 + i);
   }
+  // Lost: an exit neither published nor explained by containerd's cleanup at restart.
   WARN(fmt::format("LIBSHIM-FAULT: containerd-kill9-20-tasks containerd={} exits_expected=15 "
-                   "exits_published={} lost={} wrong_status={} duplicated={}",
-                   s.fx.version().text, lines.size(), tally.lost, tally.wrong, tally.duplicated));
-  CHECK(lines.size() == 15);
-  CHECK(tally.lost == 0);
+                   "exits_published={} lost={} wrong_status={} duplicated={} "
+                   "cleaned_at_restart={} cleaned_exit_unpublished={}",
+                   s.fx.version().text, lines.size(), tally.lost - cleaned_without_exit, tally.wrong,
+                   tally.duplicated, cleaned, cleaned_without_exit));
+  CHECK(lines.size() == static_cast<std::size_t>(15 - cleaned_without_exit));
+  CHECK(tally.lost == cleaned_without_exit);
   CHECK(tally.wrong == 0);
   CHECK(tally.duplicated == 0);
 }
