@@ -153,9 +153,9 @@ class ExampleManager final : public shim::RuntimeManager {
 
   // The shim died, its containers live on: kill the init if init.pid still names a
   // chrooted process (a reused pid of a host process has the root "/").
-  shim::Status cleanup(const shim::StopContext& context, std::int64_t* init_pid) override {
+  shim::Status cleanup(const shim::ActionContext& context, std::int64_t* init_pid) override {
     std::string text;
-    *init_pid = shim::read_file(context.bundle + "/init.pid", &text).ok() ? std::atoll(text.c_str()) : -1;
+    *init_pid = shim::read_file(context.identity.bundle + "/init.pid", &text).ok() ? std::atoll(text.c_str()) : -1;
     std::error_code ec;
     auto root = std::filesystem::read_symlink(fmt::format("/proc/{}/root", *init_pid), ec);
     if (*init_pid > 0 && !ec && root != "/") ::kill(static_cast<pid_t>(*init_pid), SIGKILL);

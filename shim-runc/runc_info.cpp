@@ -7,7 +7,6 @@
 #include "shim-runc/runc/runc_client.h"
 #include "shim-runc/runc/runc_command.h"
 #include "shim/gocompat.h"
-#include "shim/process/action_environment.h"
 
 namespace runc_shim {
 
@@ -20,7 +19,7 @@ shim::Status features_any(std::string_view runc_output, shim::pb::Any* any) {
   return {};
 }
 
-shim::Status fill_runtime_info(const std::optional<shim::pb::Any>& options,
+shim::Status fill_runtime_info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                                containerd::types::RuntimeInfo* info) {
   std::string binary(kDefaultRuncBinary);
   if (options) {
@@ -38,9 +37,8 @@ shim::Status fill_runtime_info(const std::optional<shim::pb::Any>& options,
   if (shim::Status s = shim::go_look_path(binary, &path); !s.ok()) {
     return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", binary, s.message()));
   }
-  shim::ActionEnvironment environment;
   std::string json;
-  if (!runc_features(environment.reaper(), environment.spawner(), path, &json).ok()) return {};
+  if (!runc_features(context.reaper, context.spawner, path, &json).ok()) return {};
   shim::pb::Any features;
   if (features_any(json, &features).ok()) *info->mutable_features() = std::move(features);
   return {};

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "shim/action_context.h"
 #include "shim/pb/any.pb.h"
 #include "shim/pb/containerd/types.pb.h"
 #include "shim/status.h"
@@ -26,7 +27,7 @@ shim::Status features_any(std::string_view runc_output, shim::pb::Any* any);
 // are echoed (re-encoded) and name the binary (default runc), which must be found on
 // PATH ("failed to look up the path of ..."); if `<binary> features` fails, the answer
 // simply has no features (Go logs it at debug level: youki has no `features`).
-shim::Status fill_runtime_info(const std::optional<shim::pb::Any>& options,
+shim::Status fill_runtime_info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                                containerd::types::RuntimeInfo* info);
 
 }  // namespace runc_shim

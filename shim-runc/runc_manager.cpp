@@ -40,12 +40,10 @@ bool runc_has_no_state(const RuncCommandLine& command_line, const std::string& i
 }
 
 // `runc delete --force ID`, best effort: containerd logs our stderr as "cleanup warnings".
-void force_delete(const RuncConfig& config, const std::string& id, shim::Logger& logger) {
-  shim::ActionEnvironment environment;
-  RuncClient runc(environment.reaper(), environment.spawner(), config,
-                  RuncClientOptions{.timeout = std::chrono::seconds(10)});
-  if (auto s = runc.remove(id, true); !s.ok()) {
-    logger.warn("failed to remove runc container", {{"error", s.message()}});
+void force_delete(const shim::ActionContext& context, const RuncConfig& config) {
+  RuncClient runc(context.reaper, context.spawner, config, RuncClientOptions{.timeout = std::chrono::seconds(10)});
+  if (auto s = runc.remove(context.identity.id, true); !s.ok()) {
+    context.logger.warn("failed to remove runc container", {{"error", s.message()}});
   }
 }
 
@@ -66,18 +64,16 @@ shim::DaemonOptions RuncManager::daemon_options(const shim::StartContext& contex
 // and root come from the files Create left there; runc delete --force (skipped when runc
 // has no state for the container) is best effort; libshim then unmounts the rootfs and
 // answers that the init was killed (137) now.
-shim::Status RuncManager::cleanup(const shim::StopContext& context, std::int64_t* init_pid) {
-  const std::string& bundle = context.bundle;
+shim::Status RuncManager::cleanup(const shim::ActionContext& context, std::int64_t* init_pid) {
+  const std::string& bundle = context.identity.bundle;
   std::string binary;
   if (auto s = read_runtime(bundle, &binary); !s.ok()) return s;
   RuncOptions options;
   bool present = false;
   if (auto s = read_options(bundle, &options, &present); !s.ok()) return s;
 
-  RuncCommandLine command_line(RuncConfig{binary, runc_root(options), context.ns, bundle, false});
-  shim::SystemClock clock;
-  shim::Logger logger(std::make_shared<shim::FdLogSink>(STDERR_FILENO), clock);
-  if (!runc_has_no_state(command_line, context.id)) force_delete(command_line.config(), context.id, logger);
+  RuncCommandLine command_line(RuncConfig{binary, runc_root(options), context.identity.ns, bundle, false});
+  if (!runc_has_no_state(command_line, context.identity.id)) force_delete(context, command_line.config());
   std::string pid_text;
   *init_pid = -1;
   if (shim::read_file(command_line.init_pid_file(), &pid_text).ok()) {
@@ -86,10 +82,10 @@ shim::Status RuncManager::cleanup(const shim::StopContext& context, std::int64_t
   return {};
 }
 
-shim::Status RuncManager::info(const std::optional<shim::pb::Any>& options,
+shim::Status RuncManager::info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                                containerd::types::RuntimeInfo* info) const {
-  if (shim::Status s = shim::RuntimeManager::info(std::nullopt, info); !s.ok()) return s;
-  return fill_runtime_info(options, info);
+  if (shim::Status s = shim::RuntimeManager::info(context, std::nullopt, info); !s.ok()) return s;
+  return fill_runtime_info(context, options, info);
 }
 
 std::unique_ptr<shim::Runtime> RuncManager::create_runtime(shim::ServiceContext& context) {

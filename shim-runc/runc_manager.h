@@ -10,8 +10,8 @@ class RuncManager final : public shim::RuntimeManager {
  public:
   std::string name() const override { return "io.containerd.runc.v2"; }
   shim::DaemonOptions daemon_options(const shim::StartContext& context) const override;
-  shim::Status cleanup(const shim::StopContext& context, std::int64_t* init_pid) override;
-  shim::Status info(const std::optional<shim::pb::Any>& options,
+  shim::Status cleanup(const shim::ActionContext& context, std::int64_t* init_pid) override;
+  shim::Status info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                     containerd::types::RuntimeInfo* info) const override;
   std::unique_ptr<shim::Runtime> create_runtime(shim::ServiceContext& context) override;
 };

@@ -10,6 +10,7 @@
 #include "shim-runc/runc_info.h"
 #include "shim/pb/runc/runc_options.pb.h"
 #include "shim/pb/containerd/types.pb.h"
+#include "support/action_context.h"
 
 namespace {
 
@@ -66,7 +67,8 @@ TEST_CASE("runc options are echoed as the Go shim echoes them", "[runc-info]") {
   request.set_type_url("containerd.runc.v1.Options");
   request.set_value(options.SerializeAsString());
   containerd::types::RuntimeInfo ours;
-  shim::Status status = runc_shim::fill_runtime_info(request, &ours);
+  shim::test::TestActionContext action({}, "info");
+  shim::Status status = runc_shim::fill_runtime_info(action.get(), request, &ours);
   INFO(status.to_string());
   REQUIRE(status.ok());
   CHECK(ours.options().SerializeAsString() == go.options().SerializeAsString());
@@ -80,7 +82,8 @@ TEST_CASE("a runtime binary that is not on PATH fails -info with Go's text", "[r
   request.set_type_url("containerd.runc.v1.Options");
   request.set_value(options.SerializeAsString());
   containerd::types::RuntimeInfo info;
-  CHECK(runc_shim::fill_runtime_info(request, &info).message() ==
+  shim::test::TestActionContext action({}, "info");
+  CHECK(runc_shim::fill_runtime_info(action.get(), request, &info).message() ==
         "failed to look up the path of \"no-such-runtime-xyz\": exec: \"no-such-runtime-xyz\": "
         "executable file not found in $PATH");
 }

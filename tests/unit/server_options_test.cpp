@@ -38,7 +38,7 @@ class KnobsManager final : public shim::Manager {
   explicit KnobsManager(int log_fd) : log_fd_(log_fd) {}
 
   std::string name() const override { return "io.libshim.knobs.v1"; }
-  shim::Status stop(const shim::StopContext&, shim::task::DeleteResponse*) override { return {}; }
+  shim::Status stop(const shim::ActionContext&, shim::task::DeleteResponse*) override { return {}; }
   std::unique_ptr<shim::TaskService> create_task_service(shim::ServiceContext&) override {
     return std::make_unique<shim::TaskService>();
   }

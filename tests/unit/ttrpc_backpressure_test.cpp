@@ -87,9 +87,12 @@ TEST_CASE("a peer with too many unanswered calls is not read from until some fin
   std::this_thread::sleep_for(200ms);
   CHECK(server.server().calls_in_flight() == 64);  // the other 136 wait in the socket
 
-  // Below half again: reading resumes, the rest arrive.
+  // Below half again: reading resumes, the rest arrive. The refill races the last of the
+  // 40 replies (reading pauses at 64 and resumes only below 32), so it ends between 25
+  // and 64 calls in flight; never above the limit.
   for (std::size_t i = 0; i < 40; ++i) first[i].second.reply("done");
-  REQUIRE(test::eventually([&] { return server.server().calls_in_flight() == 64; }, 5s));
+  REQUIRE(test::eventually([&] { return server.server().calls_in_flight() > 24; }, 5s));
+  CHECK(server.server().calls_in_flight() <= 64);
   for (std::size_t i = 40; i < first.size(); ++i) first[i].second.reply("done");
   std::size_t total = first.size();
   while (total < 200) {

@@ -8,6 +8,11 @@
 //
 // libshim parses flags/env/stdin, picks the action and does everything that is not
 // runtime-specific; the Manager answers the few questions only the runtime can.
+//
+// Threading: every method runs on the main thread of the action or daemon it serves.
+// Exceptions: a method may throw; libshim turns the exception into an error naming the
+// method ("Manager::info threw: ..."): the action fails with it, a daemon whose task
+// service cannot be made exits 1 and logs it (shim/runtime.h, "Exceptions").
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/pb/containerd/types.pb.h"
 #include "shim/pb/any.pb.h"
+#include "shim/action_context.h"
 #include "shim/logger.h"
 #include "shim/process/reaper.h"
 #include "shim/service_context.h"
@@ -68,15 +74,6 @@ struct ServerOptions {
   std::shared_ptr<LogSink> log_sink;
 };
 
-// What the `delete` action knows (containerd runs it for a task whose shim is gone).
-struct StopContext {
-  std::string id;            // -id: the task
-  std::string ns;            // -namespace
-  std::string bundle;        // -bundle, else the cwd
-  std::string grpc_address;  // -address: containerd's gRPC socket
-  bool debug = false;        // -debug
-};
-
 class Manager {
  public:
   virtual ~Manager() = default;
@@ -91,11 +88,13 @@ class Manager {
   // Options for the `start` action's daemon launch (grouping, cgroup, ...).
   virtual DaemonOptions daemon_options(const StartContext& context) const;
 
-  // The `delete` action: clean up after task context.id, whose shim may be gone.
-  virtual Status stop(const StopContext& context, task::DeleteResponse* response) = 0;
+  // The `delete` action: clean up after task context.identity.id, whose shim may be
+  // gone, and say how its init ended.
+  virtual Status stop(const ActionContext& context, task::DeleteResponse* response) = 0;
 
   // The -info action (containerd 2.x). `options` is the runtime options Any, if any.
-  virtual Status info(const std::optional<shim::pb::Any>& options,
+  // The default: name(), version(), revision() and the options echoed.
+  virtual Status info(const ActionContext& context, const std::optional<shim::pb::Any>& options,
                       containerd::types::RuntimeInfo* info) const;
 
   // The task service the long-lived server serves; called once in the daemon.

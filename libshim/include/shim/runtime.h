@@ -15,6 +15,13 @@
 // lock orders them; exec, delete_exec, stats and pids may run alongside them. Instances
 // of different containers run in parallel, up to the pool size.
 //
+// Exceptions: any method below may throw. libshim catches it at the call: the RPC fails
+// with code Internal and the text "<Class>::<method> threw: <what()>" (a shim::StatusError
+// answers its own status instead), the shim's log says so, and the task goes on as after
+// any failed call: a Create can be tried again, a task that was being paused is running
+// again, the container's next queued call runs, and a shim left with no container ends
+// at Shutdown. Only a destructor must not throw (C++ ends the process then).
+//
 // Processes: the pids an Instance reports must be children of the shim (or reparented
 // to it: the shim is a child subreaper), so libshim's reaper sees their exits. Start
 // runtime CLIs with Reaper::spawn_claimed() (their exits are then not container exits),

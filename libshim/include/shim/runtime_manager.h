@@ -13,6 +13,7 @@
 //
 // Threading: create_runtime() runs once on the daemon's main thread before it serves;
 // cleanup() runs in the short-lived `delete` action (no event loop; it may block).
+// Either may throw: the exception is reported as an error naming the method.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +30,14 @@ class RuntimeManager : public Manager {
   virtual std::unique_ptr<Runtime> create_runtime(ServiceContext& context) = 0;
 
   // The `delete` action: containerd runs it for a task whose shim is gone. Undo what the
-  // runtime left of container context.id (e.g. `runc delete --force`) and tell the
-  // init's pid if known (-1 otherwise). libshim then unmounts <bundle>/rootfs and
+  // runtime left of container context.identity.id (e.g. `runc delete --force`) and tell
+  // the init's pid if known (-1 otherwise). libshim then unmounts <bundle>/rootfs and
   // answers that the init was killed (exit status 137) now, as containerd's shims do.
-  // The default does nothing and knows no pid.
-  virtual Status cleanup(const StopContext& context, std::int64_t* init_pid);
+  // An error (or exception) is logged and the unmount still runs; the action then fails
+  // with that error. The default does nothing and knows no pid.
+  virtual Status cleanup(const ActionContext& context, std::int64_t* init_pid);
 
-  Status stop(const StopContext& context, task::DeleteResponse* response) final;
+  Status stop(const ActionContext& context, task::DeleteResponse* response) final;
   std::unique_ptr<TaskService> create_task_service(ServiceContext& context) final;
 };
 

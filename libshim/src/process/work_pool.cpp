@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace shim {
 
 namespace {
@@ -52,6 +54,28 @@ bool WorkPool::post(std::function<void()> job) {
   return true;
 }
 
+void WorkPool::set_exception_handler(std::function<void(std::exception_ptr)> handler) {
+  std::lock_guard lock(mu_);
+  exception_handler_ = std::move(handler);
+}
+
+Status pool_exception_status() noexcept {
+  try {
+    try {
+      throw;
+    } catch (const StatusError& error) {
+      if (!error.status().ok()) return error.status();
+      return Status(Code::kInternal, "work on the pool threw an OK status");
+    } catch (const std::exception& error) {
+      return Status(Code::kInternal, fmt::format("work on the pool threw: {}", error.what()));
+    } catch (...) {
+      return Status(Code::kInternal, "work on the pool threw a non-standard exception");
+    }
+  } catch (...) {  // out of memory while formatting
+    return Status(Code::kInternal, "work on the pool threw");
+  }
+}
+
 void WorkPool::stop() {
   std::unique_lock lock(mu_);
   stopping_ = true;
@@ -82,6 +106,17 @@ void WorkPool::run() {
       job();
     } catch (...) {
       ++failed_jobs_;
+      std::function<void(std::exception_ptr)> handler;
+      {
+        std::lock_guard handler_lock(mu_);
+        handler = exception_handler_;
+      }
+      if (handler) {
+        try {
+          handler(std::current_exception());
+        } catch (...) {  // the handler's own failure (logging out of memory) is only counted
+        }
+      }
     }
     lock.lock();
     ++idle_;

@@ -11,7 +11,7 @@ namespace shim::detail {
 
 int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
-int run_info(Manager& manager);
+int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 
 // Reads all of fd 0 up to `limit` bytes (the rest is drained and ignored).
@@ -21,6 +21,10 @@ bool write_fd(int fd, std::string_view bytes);
 // "<runtime name>: <message>" on stderr without a newline, as the Go shims print
 // failures (containerd shows the combined output as the error).
 int fail(const Manager& manager, const Status& status);
+// manager.name(), or "shim" if it throws.
+std::string manager_name(const Manager& manager) noexcept;
+// manager.daemon_options(context), guarded (common/vendor_call.h).
+Status daemon_options_of(const Manager& manager, const StartContext& context, DaemonOptions* options);
 std::string current_dir();
 
 }  // namespace shim::detail

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/vendor_call.h"
+#include "protocol/action_setting.h"
 #include "protocol/actions.h"
 #include "shim/fs.h"
 #include "socket/grouping.h"
@@ -19,7 +21,7 @@ constexpr std::string_view kUnixScheme = "unix://";
 // The socket `start` gave the shim of this task: the bundle's `address` file (written by
 // start, also for a reused group shim), else computed again as start did (group from
 // config.json, default socket dir).
-Status shim_socket_path(const StopContext& context, Manager& manager, std::string* path) {
+Status shim_socket_path(const ShimIdentity& context, Manager& manager, std::string* path) {
   std::string address;
   if (read_file(context.bundle + "/address", &address).ok()) {
     while (!address.empty() && (address.back() == '\n' || address.back() == ' ')) address.pop_back();
@@ -32,10 +34,9 @@ Status shim_socket_path(const StopContext& context, Manager& manager, std::strin
     start.socket_dir = std::string(kDefaultSocketDir);
     std::string spec, group;
     if (Status s = read_file(context.bundle + "/config.json", &spec); !s.ok()) return s;
-    if (Status s = group_id(spec, context.id, &group, manager.daemon_options(start).group_annotations);
-        !s.ok()) {
-      return s;
-    }
+    DaemonOptions options;
+    if (Status s = daemon_options_of(manager, start, &options); !s.ok()) return s;
+    if (Status s = group_id(spec, context.id, &group, options.group_annotations); !s.ok()) return s;
     if (Status s = socket_address(context.grpc_address, context.ns, group, &address); !s.ok()) {
       return s;
     }
@@ -50,32 +51,33 @@ Status shim_socket_path(const StopContext& context, Manager& manager, std::strin
 // containerd runs `delete` after the shim died: without this its socket would stay in
 // /run/containerd/s for good (the Go shim leaves it). A warning on stderr, which
 // containerd logs, never a failed delete: the task cleanup matters more.
-void remove_socket_of_dead_shim(const StopContext& context, Manager& manager) {
+void remove_socket_of_dead_shim(const ActionContext& context, Manager& manager) {
   std::string path;
   bool removed = false;
-  Status s = shim_socket_path(context, manager, &path);
+  Status s = shim_socket_path(context.identity, manager, &path);
   if (s.ok()) s = remove_dead_socket(path, &removed);
-  if (!s.ok()) {
-    std::string line = fmt::format("level=warning msg=\"shim socket not removed\" id={} error=\"{}\"\n",
-                                   context.id, s.message());
-    write_fd(STDERR_FILENO, line);
-  }
+  if (!s.ok()) context.logger.warn("shim socket not removed", {{"id", context.identity.id}, {"error", s.message()}});
 }
 
 }  // namespace
 
+// The plug-in's clean-up first; the socket is removed whatever it answered.
 int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
-  StopContext context;
-  context.id = flags.id;
-  context.ns = !flags.ns.empty() ? flags.ns : env.ns;
-  context.bundle = !flags.bundle.empty() ? flags.bundle : current_dir();
-  context.grpc_address = !flags.address.empty() ? flags.address : env.grpc_address;
-  context.debug = flags.debug;
-  if (context.ns.empty()) return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
+  ShimIdentity identity{.ns = !flags.ns.empty() ? flags.ns : env.ns,
+                        .id = flags.id,
+                        .bundle = !flags.bundle.empty() ? flags.bundle : current_dir(),
+                        .grpc_address = !flags.address.empty() ? flags.address : env.grpc_address,
+                        .ttrpc_address = env.ttrpc_address,
+                        .debug = flags.debug};
+  if (identity.ns.empty()) return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
+  ActionSetting setting("delete", std::move(identity));
+  ActionContext& context = setting.context();
 
   task::DeleteResponse response;
-  if (Status status = manager.stop(context, &response); !status.ok()) return fail(manager, status);
+  Status stopped = vendor_call("Manager::stop", [&] { return manager.stop(context, &response); },
+                               &context.logger, context.identity.id);
   remove_socket_of_dead_shim(context, manager);
+  if (!stopped.ok()) return fail(manager, stopped);
   return write_fd(STDOUT_FILENO, response.SerializeAsString()) ? 0 : 1;
 }
 

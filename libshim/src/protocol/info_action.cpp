@@ -2,19 +2,30 @@
 // containerd.types.RuntimeInfo on stdout.
 #include <unistd.h>
 
+#include "common/vendor_call.h"
+#include "protocol/action_setting.h"
 #include "protocol/actions.h"
 
 namespace shim::detail {
 
-int run_info(Manager& manager) {
+int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   std::string bytes = read_stdin(std::size_t{10} << 20);
   std::optional<shim::pb::Any> options;
   if (!bytes.empty()) {
     shim::pb::Any any;
     if (any.ParseFromString(bytes) && !any.type_url().empty()) options = std::move(any);
   }
+  ActionSetting setting("info", ShimIdentity{.ns = !flags.ns.empty() ? flags.ns : env.ns,
+                                             .id = flags.id,
+                                             .bundle = !flags.bundle.empty() ? flags.bundle : current_dir(),
+                                             .grpc_address = !flags.address.empty() ? flags.address : env.grpc_address,
+                                             .ttrpc_address = env.ttrpc_address,
+                                             .debug = flags.debug});
+  ActionContext& context = setting.context();
   containerd::types::RuntimeInfo info;
-  if (Status status = manager.info(options, &info); !status.ok()) return fail(manager, status);
+  Status status = vendor_call("Manager::info", [&] { return manager.info(context, options, &info); },
+                              &context.logger);
+  if (!status.ok()) return fail(manager, status);
   return write_fd(STDOUT_FILENO, info.SerializeAsString()) ? 0 : 1;
 }
 

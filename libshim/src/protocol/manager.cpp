@@ -6,7 +6,7 @@ std::string Manager::version() const { return LIBSHIM_VERSION; }
 
 DaemonOptions Manager::daemon_options(const StartContext&) const { return {}; }
 
-Status Manager::info(const std::optional<shim::pb::Any>& options,
+Status Manager::info(const ActionContext&, const std::optional<shim::pb::Any>& options,
                      containerd::types::RuntimeInfo* info) const {
   info->set_name(name());
   info->mutable_version()->set_version(version());

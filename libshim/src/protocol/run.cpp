@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/vendor_call.h"
 #include "protocol/actions.h"
 
 namespace shim {
@@ -36,8 +37,24 @@ bool write_fd(int fd, std::string_view bytes) {
 }
 
 int fail(const Manager& manager, const Status& status) {
-  write_fd(STDERR_FILENO, fmt::format("{}: {}", manager.name(), status.message()));
+  write_fd(STDERR_FILENO, fmt::format("{}: {}", manager_name(manager), status.message()));
   return 1;
+}
+
+std::string manager_name(const Manager& manager) noexcept {
+  std::string name = "shim";
+  Status s = vendor_call("Manager::name", [&] {
+    name = manager.name();
+    return Status();
+  });
+  return s.ok() ? name : "shim";
+}
+
+Status daemon_options_of(const Manager& manager, const StartContext& context, DaemonOptions* options) {
+  return vendor_call("Manager::daemon_options", [&] {
+    *options = manager.daemon_options(context);
+    return Status();
+  });
 }
 
 std::string current_dir() {
@@ -49,8 +66,15 @@ std::string current_dir() {
 namespace {
 
 int print_version(const char* program, const Manager& manager) {
-  std::string text = fmt::format("{}:\n  Version:  {}\n", program, manager.version());
-  if (!manager.revision().empty()) text += fmt::format("  Revision: {}\n", manager.revision());
+  std::string version, revision;
+  Status asked = vendor_call("Manager::version", [&] {
+    version = manager.version();
+    revision = manager.revision();
+    return Status();
+  });
+  if (!asked.ok()) return fail(manager, asked);
+  std::string text = fmt::format("{}:\n  Version:  {}\n", program, version);
+  if (!revision.empty()) text += fmt::format("  Revision: {}\n", revision);
   text += fmt::format("  libshim:  {}\n", LIBSHIM_VERSION);
   return write_fd(STDOUT_FILENO, text) ? 0 : 1;
 }
@@ -75,7 +99,9 @@ int print_usage(const char* program) {
 }  // namespace
 }  // namespace detail
 
-int run(int argc, char** argv, Manager& manager) {
+namespace {
+
+int run_action(int argc, char** argv, Manager& manager) {
   ShimFlags flags;
   if (Status status = parse_flags(argc, argv, &flags); !status.ok()) {
     detail::write_fd(STDERR_FILENO, status.message() + "\n");
@@ -85,15 +111,27 @@ int run(int argc, char** argv, Manager& manager) {
   const char* program = argc > 0 ? argv[0] : "shim";
   if (flags.help) return detail::print_usage(program);
   if (flags.version) return detail::print_version(program, manager);
-  if (flags.info) return detail::run_info(manager);
-
   ShimEnv env = read_shim_env(process_env());
+  if (flags.info) return detail::run_info(flags, env, manager);
+
   if (flags.action == "start") return detail::run_start(flags, env, manager);
   if (flags.action == "delete") return detail::run_delete(flags, env, manager);
   if (!flags.action.empty()) {
     return detail::fail(manager, Status(Code::kInvalidArgument, fmt::format("unknown action \"{}\"", flags.action)));
   }
   return detail::run_serve(flags, env, manager);
+}
+
+}  // namespace
+
+// The actions guard each plug-in call themselves; this catches what escapes anyway (our
+// own code out of memory, say), so the binary fails with a message, never a terminate.
+int run(int argc, char** argv, Manager& manager) {
+  try {
+    return run_action(argc, argv, manager);
+  } catch (...) {
+    return detail::fail(manager, vendor_exception_status("the shim"));
+  }
 }
 
 }  // namespace shim

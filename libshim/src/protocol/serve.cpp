@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include "common/vendor_call.h"
 #include "protocol/actions.h"
 #include "shim/clock.h"
 #include "events/event_forwarder.h"
@@ -116,16 +117,52 @@ void dump_state(Logger& logger, const ttrpc::TtrpcServer& server, const EventFor
 }
 
 // The daemon's reaper: the plug-in's, or libshim's signalfd subreaper (`ours`).
-std::unique_ptr<Reaper> make_reaper(Manager& manager, const ServerOptions& options,
-                                    boost::asio::any_io_executor executor, SignalWatcher& signals,
-                                    Logger& logger, SignalfdReaper** ours) {
-  std::unique_ptr<Reaper> reaper = manager.create_reaper(executor);
-  if (reaper != nullptr) return reaper;
+Status make_reaper(Manager& manager, const ServerOptions& options, boost::asio::any_io_executor executor,
+                   SignalWatcher& signals, Logger& logger, std::unique_ptr<Reaper>* reaper,
+                   SignalfdReaper** ours) {
+  if (Status s = vendor_call("Manager::create_reaper", [&] {
+        *reaper = manager.create_reaper(executor);
+        return Status();
+      });
+      !s.ok()) {
+    return s;
+  }
+  if (*reaper != nullptr) return {};
   auto signalfd = std::make_unique<SignalfdReaper>(executor, signals,
                                                    ReaperOptions{.child_subreaper = options.subreaper});
   if (Status s = signalfd->start(); !s.ok()) logger.warn("reaper setup", {{"error", s.message()}});
   *ours = signalfd.get();
-  return signalfd;
+  *reaper = std::move(signalfd);
+  return {};
+}
+
+// The plug-in's task service and its extra services on `router`.
+Status make_services(Manager& manager, ServiceContext& context, ttrpc::Router& router,
+                     std::unique_ptr<TaskService>* service) {
+  Status made = vendor_call("Manager::create_task_service", [&] {
+    *service = manager.create_task_service(context);
+    return *service != nullptr ? Status() : Status(Code::kInternal, "Manager::create_task_service made no service");
+  });
+  if (!made.ok()) return made;
+  register_task_service(router, **service);
+  return vendor_call("Manager::register_services", [&] {
+    manager.register_services(router, context);
+    return Status();
+  });
+}
+
+// Runs the loop until it stops. An exception escaping a handler (a plug-in's, or ours)
+// is logged and the loop goes on: one failed handler must not end every container's shim.
+void run_loop(boost::asio::io_context& loop, Logger& logger) {
+  for (;;) {
+    try {
+      loop.run();
+      return;
+    } catch (...) {
+      Status s = vendor_exception_status("an event loop handler");
+      logger.error("exception escaped an event loop handler", {{"error", s.message()}});
+    }
+  }
 }
 
 Logger make_logger(const ShimFlags& flags, const ServerOptions& options, const Clock& clock,
@@ -133,7 +170,7 @@ Logger make_logger(const ShimFlags& flags, const ServerOptions& options, const C
   std::shared_ptr<LogSink> sink = options.log_sink;
   if (sink == nullptr) sink = std::make_shared<FdLogSink>(STDERR_FILENO);
   return Logger(std::move(sink), clock, flags.debug ? LogLevel::kDebug : LogLevel::kInfo,
-                {{"namespace", flags.ns}, {"pid", ::getpid()}, {"runtime", manager.name()}});
+                {{"namespace", flags.ns}, {"pid", ::getpid()}, {"runtime", manager_name(manager)}});
 }
 
 }  // namespace
@@ -142,7 +179,11 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (flags.ns.empty()) {
     return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   }
-  const ServerOptions options = manager.server_options();
+  ServerOptions options;
+  Status configured = vendor_call("Manager::server_options", [&] {
+    options = manager.server_options();
+    return Status();
+  });
   // One malloc arena: glibc would give the pool's thread an arena of its own (a 64 MiB
   // reservation, ~8 KiB more private memory per shim) for a few small allocations.
   ::mallopt(M_ARENA_MAX, 1);
@@ -156,6 +197,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
   ::signal(SIGPIPE, SIG_IGN);
   if (options.log_to_fifo) redirect_stderr_to_log_fifo();
+  if (!configured.ok()) return fail(manager, configured);
 
   SystemClock clock;
   Logger logger = make_logger(flags, options, clock, manager);
@@ -163,8 +205,19 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   auto executor = loop.get_executor();
   SignalWatcher signals(executor);
   SignalfdReaper* signalfd_reaper = nullptr;
-  std::unique_ptr<Reaper> reaper = make_reaper(manager, options, executor, signals, logger, &signalfd_reaper);
+  std::unique_ptr<Reaper> reaper;
+  if (Status s = make_reaper(manager, options, executor, signals, logger, &reaper, &signalfd_reaper); !s.ok()) {
+    logger.error("serve", {{"error", s.message()}});
+    return 1;
+  }
   WorkPool pool(options.pool_threads);
+  pool.set_exception_handler([&logger](std::exception_ptr error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (...) {
+      logger.error("exception escaped work on the pool", {{"error", pool_exception_status().message()}});
+    }
+  });
   PosixSpawner spawner;
   EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .ns = flags.ns},
                            clock, logger);
@@ -173,10 +226,12 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   ServiceContext context{executor, *reaper, forwarder, clock, spawner, pool, logger, shutdown,
                          ShimIdentity{flags.ns, flags.id, current_dir(), flags.address,
                                       env.ttrpc_address, flags.debug}};
-  std::unique_ptr<TaskService> service = manager.create_task_service(context);
+  std::unique_ptr<TaskService> service;
   ttrpc::Router router;
-  register_task_service(router, *service);
-  manager.register_services(router, context);
+  if (Status s = make_services(manager, context, router, &service); !s.ok()) {
+    logger.error("serve", {{"error", s.message()}});
+    return 1;
+  }
   ttrpc::TtrpcServer server(executor, std::move(router));
 
   std::string socket_path;
@@ -190,7 +245,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   signals.watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
 
   logger.info("starting signal loop", {{"path", current_dir()}, {"socket", socket_path}});
-  loop.run();
+  run_loop(loop, logger);
 
   pool.stop();
   forwarder.close();

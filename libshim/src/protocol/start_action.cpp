@@ -148,7 +148,8 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (ctx.ns.empty()) {
     return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   }
-  DaemonOptions options = manager.daemon_options(ctx);
+  DaemonOptions options;
+  if (Status s = daemon_options_of(manager, ctx, &options); !s.ok()) return fail(manager, s);
 
   std::string spec;
   if (Status s = read_file(ctx.bundle + "/config.json", &spec); !s.ok()) return fail(manager, s);

@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 #include <fmt/format.h>
 
+#include "common/vendor_call.h"
 #include "shim/fs.h"
 #include "shim/linux/mount.h"
 #include "shim/logger.h"
@@ -65,9 +66,14 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(const task::
   ContainerConfig& config = holder->config;
   config = container_config(request);
   if (request.rootfs_size() > 0) config.rootfs = rootfs_path(config.bundle);
-  result.status = runtime_->open(config, &holder->instance);
-  if (result.status.ok() && holder->instance == nullptr) result.status = Status(Code::kInternal, "the runtime made no instance");
+  std::unique_ptr<Instance> instance;
+  result.status = vendor_call("Runtime::open", [&] { return runtime_->open(config, &instance); },
+                              &context_.logger, config.id);
+  if (result.status.ok() && instance == nullptr) {
+    result.status = Status(Code::kInternal, "Runtime::open made no instance");
+  }
   if (!result.status.ok()) return result;
+  holder->instance = GuardedInstance(std::move(instance), context_.logger, config.id);
   result.holder = holder;
   bool mounted = false;
   if (!config.rootfs.empty()) {
@@ -78,10 +84,10 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(const task::
     mounted = true;
   }
   StdioSpec stdio{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
-  result.status = make_process_io(context_, *holder->instance, stdio, request.id(), &result.io);
+  result.status = make_process_io(context_, holder->instance, stdio, request.id(), &result.io);
   // A binary:// logger is ready before the runtime runs (for a restore too, as in Go).
   if (result.status.ok()) result.status = result.io->logger_starter()();
-  if (result.status.ok()) result.status = holder->instance->create(runtime_stdio(*result.io), &result.pid);
+  if (result.status.ok()) result.status = holder->instance.create(runtime_stdio(*result.io), &result.pid);
   bool restoring = !config.checkpoint.empty();  // nothing ran: no console yet
   if (result.status.ok() && !restoring) result.status = result.io->console_receiver()();
   if (result.status.ok() && result.pid != 0) result.cgroup = init_cgroup(result.pid);
@@ -99,9 +105,10 @@ ProcessStdio runtime_stdio(const ProcessIO& io) {
   return stdio;
 }
 
-Status make_process_io(ServiceContext& context, const Instance& instance, const StdioSpec& stdio,
+Status make_process_io(ServiceContext& context, const GuardedInstance& instance, const StdioSpec& stdio,
                        const std::string& process_id, std::unique_ptr<ProcessIO>* io) {
-  StdioOwner owner = instance.stdio_owner();
+  StdioOwner owner;
+  if (Status s = instance.stdio_owner(&owner); !s.ok()) return s;
   return ProcessIO::create(context.executor, stdio, owner.uid, owner.gid, context.logger, io,
                            {.binary_logger = binary_logger_settings(context, process_id)});
 }
@@ -208,7 +215,7 @@ void RuntimeTaskService::start_init(TaskContainer& container, Reply<task::StartR
                receive_console] {
     StartResult result;
     result.pid = pid;
-    result.status = holder->instance->start(&result.pid);
+    result.status = holder->instance.start(&result.pid);
     if (result.status.ok()) result.status = receive_console();
     if (result.status.ok() && !has_cgroup && result.pid != 0) result.cgroup = init_cgroup(result.pid);
     return result;

@@ -118,11 +118,11 @@ void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& proce
   auto work = [this, holder = container.holder, exec_id = process.exec_id, spec = process.spec_json,
                stdio = process.stdio] {
     ExecResult result;
-    result.status = make_process_io(context_, *holder->instance, stdio, exec_id, &result.io);
+    result.status = make_process_io(context_, holder->instance, stdio, exec_id, &result.io);
     if (!result.status.ok()) return result;
     result.status = result.io->logger_starter()();  // a binary:// logger is ready first
     if (result.status.ok()) {
-      result.status = holder->instance->exec(ExecConfig{exec_id, spec, runtime_stdio(*result.io)}, &result.pid);
+      result.status = holder->instance.exec(ExecConfig{exec_id, spec, runtime_stdio(*result.io)}, &result.pid);
     }
     if (result.status.ok()) result.status = result.io->console_receiver()();
     return result;
@@ -210,7 +210,7 @@ void RuntimeTaskService::delete_init(TaskContainer& container, Reply<task::Delet
     TaskContainer* c = nullptr;
     if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
     auto work = [holder = c->holder] {
-      Status status = holder->instance->remove();
+      Status status = holder->instance.remove();
       const std::string& rootfs = holder->config.rootfs;
       if (!rootfs.empty()) {
         if (auto s = unmount_all(rootfs); !s.ok() && status.ok()) {
@@ -261,7 +261,11 @@ void RuntimeTaskService::delete_exec(TaskContainer& container, TaskProcess& proc
     task::DeleteResponse response = delete_response(*p);
     if (p->io) p->io->close();
     // The runtime's own clean-up (runc: the exec's pid file) needs no answer first.
-    context_.pool.post([holder = c->holder, exec_id] { holder->instance->delete_exec(exec_id); });
+    context_.pool.post([&logger = context_.logger, holder = c->holder, id, exec_id] {
+      if (Status s = holder->instance.delete_exec(exec_id); !s.ok()) {
+        logger.warn("runtime's exec clean-up", {{"id", id}, {"exec_id", exec_id}, {"error", s.message()}});
+      }
+    });
     events_.forget({id, exec_id});
     std::unique_ptr<ProcessIO> io = std::move(p->io);
     c->execs.erase(exec_id);

@@ -103,7 +103,7 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
 // so its reaction (CRI deletes the task, killing "all" first) cannot race this kill.
 void RuntimeTaskService::kill_rest_of(TaskContainer& container, std::function<void()> done) {
   serial(
-      container, [holder = container.holder] { return holder->instance->kill(SIGKILL, true); },
+      container, [holder = container.holder] { return holder->instance.kill(SIGKILL, true); },
       [this, done = std::move(done), id = container.id](Status status) {
         if (!status.ok() && status.code() != Code::kUnimplemented) {
           context_.logger.error("failed to kill init's children", {{"id", id}, {"error", status.message()}});
@@ -174,7 +174,7 @@ void RuntimeTaskService::kill(const CallInfo&, task::KillRequest request, Reply<
   }
   bool all = request.all();
   serial(
-      *container, [holder = container->holder, signal, all] { return holder->instance->kill(signal, all); },
+      *container, [holder = container->holder, signal, all] { return holder->instance.kill(signal, all); },
       [this, id = container->id, signal, all, reply](Status status) {
         TaskContainer* c = nullptr;
         if (status.code() == Code::kUnimplemented && find(id, &c).ok()) {
@@ -203,7 +203,7 @@ void RuntimeTaskService::pids(const CallInfo&, task::PidsRequest request, Reply<
   };
   auto work = [holder = container->holder, cgroup = container->cgroup] {
     PidsResult result;
-    result.status = holder->instance->pids(&result.pids);
+    result.status = holder->instance.pids(&result.pids);
     if (result.status.code() == Code::kUnimplemented) {
       result.pids.clear();
       result.status = cgroup ? read_cgroup_pids(*cgroup, &result.pids)
@@ -240,7 +240,7 @@ void RuntimeTaskService::stats(const CallInfo&, task::StatsRequest request, Repl
   };
   auto work = [holder = container->holder, cgroup = container->cgroup] {
     StatsResult result;
-    result.status = holder->instance->stats(result.response.mutable_stats());
+    result.status = holder->instance.stats(result.response.mutable_stats());
     if (result.status.code() == Code::kUnimplemented) {
       result.response.clear_stats();
       result.status = collect_metrics_any(CgroupFs{}, cgroup ? &*cgroup : nullptr,
@@ -288,7 +288,7 @@ void RuntimeTaskService::pause(const CallInfo&, task::PauseRequest request, Repl
   if (auto s = check_transition(container->init.state, Operation::kPause, true); !s.ok()) return reply.fail(s);
   container->init.state = ProcessState::kPausing;
   serial(
-      *container, [holder = container->holder] { return holder->instance->pause(); },
+      *container, [holder = container->holder] { return holder->instance.pause(); },
       [this, id = container->id, reply](Status status) {
         TaskContainer* c = nullptr;
         if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
@@ -306,7 +306,7 @@ void RuntimeTaskService::resume(const CallInfo&, task::ResumeRequest request, Re
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
   if (auto s = check_transition(container->init.state, Operation::kResume, true); !s.ok()) return reply.fail(s);
   serial(
-      *container, [holder = container->holder] { return holder->instance->resume(); },
+      *container, [holder = container->holder] { return holder->instance.resume(); },
       [this, id = container->id, reply](Status status) {
         TaskContainer* c = nullptr;
         if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
@@ -326,7 +326,7 @@ void RuntimeTaskService::update(const CallInfo&, task::UpdateTaskRequest request
   if (auto s = go_json_syntax_check(request.resources().value()); !s.ok()) return reply.fail(s);
   serial(
       *container,
-      [holder = container->holder, json = request.resources().value()] { return holder->instance->update(json); },
+      [holder = container->holder, json = request.resources().value()] { return holder->instance.update(json); },
       [reply](Status status) {
         if (!status.ok()) return reply.fail(status);
         reply(Empty());
@@ -342,7 +342,7 @@ void RuntimeTaskService::checkpoint(const CallInfo&, task::CheckpointTaskRequest
   CheckpointConfig config{request.path(), std::nullopt};
   if (request.has_options()) config.options = request.options();
   serial(
-      *container, [holder = container->holder, config] { return holder->instance->checkpoint(config); },
+      *container, [holder = container->holder, config] { return holder->instance.checkpoint(config); },
       [reply](Status status) {
         if (!status.ok()) return reply.fail(status);
         reply(Empty());

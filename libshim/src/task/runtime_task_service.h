@@ -92,18 +92,6 @@ class RuntimeTaskService final : public TaskService {
   std::map<std::string, LifecycleEvents::StartToken> creating_;  // Creates under way: their holds
 };
 
-// Results of pool work: Status, or a struct whose `status` says how it went.
-template <class Result>
-Result cancelled_result(Status status) {
-  if constexpr (std::is_same_v<Result, Status>) {
-    return status;
-  } else {
-    Result result{};
-    result.status = std::move(status);
-    return result;
-  }
-}
-
 template <class Work, class Done>
 void RuntimeTaskService::serial(TaskContainer& container, Work work, Done done) {
   using Result = std::invoke_result_t<Work&>;
@@ -116,7 +104,7 @@ void RuntimeTaskService::serial(TaskContainer& container, Work work, Done done) 
     // An op queued behind the container's Delete finds the container gone.
     TaskContainer* current = nullptr;
     if (!find(id, &current).ok() || current->holder != holder) {
-      done(cancelled_result<Result>(not_found("container not created")));
+      done(result_with_status<Result>(not_found("container not created")));
       return finished();
     }
     post_and_reply(context_.pool, context_.executor, std::move(work),

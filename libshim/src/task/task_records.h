@@ -18,16 +18,17 @@
 #include "shim/service_context.h"
 #include "shim/stdio/process_io.h"
 #include "shim/ttrpc/typed.h"
+#include "task/guarded_instance.h"
 #include "task/serial_ops.h"
 #include "task/task_state.h"
 
 namespace shim {
 
-// The runtime's Instance with the config it was opened with (which must outlive it).
-// Shared by the container record and the pool jobs that call it.
+// The runtime's Instance, guarded, with the config it was opened with (which must
+// outlive it). Shared by the container record and the pool jobs that call it.
 struct InstanceHolder {
   ContainerConfig config;
-  std::unique_ptr<Instance> instance;
+  GuardedInstance instance;
 };
 
 struct TaskProcess {
@@ -68,7 +69,6 @@ struct TaskContainer {
     auto it = execs.find(exec_id);
     return it == execs.end() ? nullptr : it->second.get();
   }
-  Instance& instance() const { return *holder->instance; }
 };
 
 // Whether an OCI spec gives the container its own pid namespace (a "pid" namespace
@@ -85,7 +85,7 @@ ProcessStdio runtime_stdio(const ProcessIO& io);
 Status exec_spec(const containerd::task::v2::ExecProcessRequest& request, std::string* spec_json);
 
 // The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
-Status make_process_io(ServiceContext& context, const Instance& instance, const StdioSpec& stdio,
+Status make_process_io(ServiceContext& context, const GuardedInstance& instance, const StdioSpec& stdio,
                        const std::string& process_id, std::unique_ptr<ProcessIO>* io);
 
 }  // namespace shim

@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <concepts>
+#include <exception>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -24,6 +26,7 @@
 #include <boost/asio/post.hpp>
 
 #include "shim/process/call_deadline.h"
+#include "shim/status.h"
 
 namespace shim {
 
@@ -37,8 +40,13 @@ class WorkPool {
   WorkPool& operator=(const WorkPool&) = delete;
 
   // Queues `job` (FIFO). false, and `job` is dropped, once stop() has begun. Jobs report
-  // their own errors; an exception escaping a job is swallowed and counted.
+  // their own errors; an exception escaping a job is counted and handed to the exception
+  // handler, if one is set.
   bool post(std::function<void()> job);
+
+  // Called on the pool thread with each exception that escapes a job (the shim's daemon
+  // logs it). Set it before the first post().
+  void set_exception_handler(std::function<void(std::exception_ptr)> handler);
 
   // Runs the jobs already queued, then joins the threads. Idempotent. Must not be called
   // from a pool thread.
@@ -64,22 +72,59 @@ class WorkPool {
   std::size_t live_ = 0;  // threads running run()
   std::size_t idle_ = 0;  // of those, waiting for a job
   std::atomic<std::size_t> failed_jobs_{0};
+  std::function<void(std::exception_ptr)> exception_handler_;
 };
+
+// Pool work whose result can carry an error: a Status, or a struct with a `status` member.
+template <class Result>
+concept StatusCarrying = std::same_as<Result, Status> || requires(Result result) {
+  { result.status } -> std::same_as<Status&>;
+};
+
+// A default Result whose status is `status`.
+template <StatusCarrying Result>
+Result result_with_status(Status status) {
+  if constexpr (std::is_same_v<Result, Status>) {
+    return status;
+  } else {
+    Result result{};
+    result.status = std::move(status);
+    return result;
+  }
+}
+
+// Internal "work on the pool threw: <what()>" for the exception being handled (a
+// StatusError keeps its status). Call it only inside a catch block.
+Status pool_exception_status() noexcept;
 
 // Runs `work()` on the pool, then `reply(result)` (or `reply()` for void work) on `loop`.
 // Both callables must be copyable (std::function). false if the pool is stopping.
 // The caller's call deadline (shim/process/call_deadline.h) holds in `work` too.
+// Work that may fail should return a StatusCarrying result: if it throws, `reply` still
+// runs, with pool_exception_status(). Other work that throws gets no reply; the
+// exception goes to the pool's exception handler.
 template <class Work, class Reply>
 bool post_and_reply(WorkPool& pool, boost::asio::any_io_executor loop, Work work, Reply reply) {
   return pool.post([loop, deadline = current_call_deadline(), work = std::move(work),
                     reply = std::move(reply)]() mutable {
     CallDeadlineScope scope(deadline);
-    if constexpr (std::is_void_v<std::invoke_result_t<Work&>>) {
+    using Result = std::invoke_result_t<Work&>;
+    if constexpr (std::is_void_v<Result>) {
       work();
       boost::asio::post(loop, std::move(reply));
     } else {
-      auto result = work();
-      boost::asio::post(loop, [reply = std::move(reply), result = std::move(result)]() mutable {
+      auto run = [&]() -> Result {
+        if constexpr (StatusCarrying<Result>) {
+          try {
+            return work();
+          } catch (...) {
+            return result_with_status<Result>(pool_exception_status());
+          }
+        } else {
+          return work();
+        }
+      };
+      boost::asio::post(loop, [reply = std::move(reply), result = run()]() mutable {
         reply(std::move(result));
       });
     }

@@ -1,0 +1,31 @@
+// What the short-lived actions (`delete`, `-info`) build for the plug-in: a clock, a
+// logger on stderr, a reaper and spawner of their own (shim/process/action_environment.h),
+// and the ActionContext that hands them over. Construct it on the action's main thread
+// before any other thread exists (the environment blocks SIGCHLD there).
+#pragma once
+
+#include <string_view>
+
+#include "shim/action_context.h"
+#include "shim/clock.h"
+#include "shim/logger.h"
+#include "shim/process/action_environment.h"
+
+namespace shim::detail {
+
+class ActionSetting {
+ public:
+  ActionSetting(std::string_view action, ShimIdentity identity);
+  ActionSetting(const ActionSetting&) = delete;
+  ActionSetting& operator=(const ActionSetting&) = delete;
+
+  ActionContext& context() { return context_; }
+
+ private:
+  SystemClock clock_;
+  Logger logger_;
+  ActionEnvironment environment_;
+  ActionContext context_;
+};
+
+}  // namespace shim::detail

@@ -1,0 +1,269 @@
+#include "unit/task/scripted_tier.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace shim::test {
+
+using namespace std::chrono_literals;
+namespace task = containerd::task::v2;
+
+Subscription FakeReaper::subscribe(ExitCallback callback) {
+  callback_ = std::move(callback);
+  return Subscription([this] { callback_ = nullptr; });
+}
+
+Subscription FakeReaper::subscribe(boost::asio::any_io_executor, ExitCallback callback) {
+  return subscribe(std::move(callback));
+}
+
+Status FakeReaper::spawn_claimed(Spawner&, const SpawnRequest&, ClaimedProcess*) {
+  return not_implemented("spawn_claimed");
+}
+
+void FakeReaper::exit(int pid, int status) {
+  boost::asio::post(loop_, [this, pid, status] {
+    if (callback_) callback_(ProcessExit{pid, status, std::chrono::system_clock::now()});
+  });
+}
+
+void Script::record(std::string call) {
+  std::lock_guard lock(mu);
+  calls.push_back(std::move(call));
+  cv.notify_all();
+}
+
+bool Script::wait_for_call(const std::string& call) {
+  std::unique_lock lock(mu);
+  return cv.wait_for(lock, 5s, [&] { return std::find(calls.begin(), calls.end(), call) != calls.end(); });
+}
+
+void Script::release_kill() {
+  std::lock_guard lock(mu);
+  hold_kill = false;
+  cv.notify_all();
+}
+
+void Script::maybe_throw(const std::string& method) {
+  bool throws_now = false;
+  {
+    std::lock_guard lock(mu);
+    throws_now = throws.contains(method);
+  }
+  if (throws_now) throw std::runtime_error("boom in " + method);
+}
+
+void Script::stop_throwing(const std::string& method) {
+  std::lock_guard lock(mu);
+  throws.erase(method);
+}
+
+std::vector<std::string> Script::recorded() {
+  std::lock_guard lock(mu);
+  return calls;
+}
+
+StdioOwner ScriptedInstance::stdio_owner() const {
+  script_.maybe_throw("stdio_owner");
+  return {};
+}
+
+Status ScriptedInstance::create(const ProcessStdio& stdio, std::uint32_t* pid) {
+  script_.maybe_throw("create");
+  *pid = pid_;
+  // On a pool thread, so no Catch2 assertion here: the test checks what arrives.
+  if (!script_.output.empty() && stdio.stdout >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(stdio.stdout, script_.output.data(), script_.output.size());
+  }
+  script_.record("create");
+  return {};
+}
+
+Status ScriptedInstance::start(std::uint32_t*) {
+  script_.maybe_throw("start");
+  script_.record("start");
+  return {};
+}
+
+Status ScriptedInstance::exec(const ExecConfig& exec, std::uint32_t* pid) {
+  script_.maybe_throw("exec");
+  *pid = pid_ + 1;
+  script_.record("exec " + exec.exec_id);
+  return {};
+}
+
+Status ScriptedInstance::delete_exec(const std::string& exec_id) {
+  script_.record("delete_exec " + exec_id);
+  script_.maybe_throw("delete_exec");
+  return {};
+}
+
+Status ScriptedInstance::kill(int signal, bool all) {
+  script_.maybe_throw("kill");
+  if (!script_.kill_override) return Instance::kill(signal, all);
+  std::unique_lock lock(script_.mu);
+  script_.cv.wait(lock, [&] { return !script_.hold_kill; });
+  script_.calls.push_back(fmt::format("kill {}{}", signal, all ? " all" : ""));
+  script_.cv.notify_all();
+  return {};
+}
+
+Status ScriptedInstance::remove() {
+  script_.maybe_throw("remove");
+  script_.record("remove");
+  return {};
+}
+
+Status ScriptedInstance::pause() {
+  script_.maybe_throw("pause");
+  if (!script_.pause_resume) return Instance::pause();
+  script_.record("pause");
+  return {};
+}
+
+Status ScriptedInstance::resume() {
+  script_.maybe_throw("resume");
+  if (!script_.pause_resume) return Instance::resume();
+  script_.record("resume");
+  return {};
+}
+
+Status ScriptedInstance::update(std::string_view resources_json) {
+  script_.maybe_throw("update");
+  return Instance::update(resources_json);
+}
+
+Status ScriptedInstance::checkpoint(const CheckpointConfig& config) {
+  script_.maybe_throw("checkpoint");
+  return Instance::checkpoint(config);
+}
+
+Status ScriptedInstance::stats(pb::Any* metrics) {
+  script_.maybe_throw("stats");
+  return Instance::stats(metrics);
+}
+
+Status ScriptedInstance::pids(std::vector<std::uint32_t>* pids) {
+  script_.maybe_throw("pids");
+  return Instance::pids(pids);
+}
+
+Status ScriptedRuntime::open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) {
+  script_.maybe_throw("open");
+  if (config.id == "refused") return invalid_argument("refused by the runtime");
+  *instance = std::make_unique<ScriptedInstance>(script_, 4000 + static_cast<std::uint32_t>(config.id.size()));
+  return {};
+}
+
+Tier::Tier(std::unique_ptr<Runtime> runtime) {
+  if (runtime == nullptr) runtime = std::make_unique<ScriptedRuntime>(script);
+  context = std::make_unique<ServiceContext>(ServiceContext{io.executor(), reaper, publisher, clock, spawner, pool,
+                                                            logger, shutdown_control,
+                                                            ShimIdentity{"ns", "t", dir.path(), "", "", false}});
+  service = std::make_unique<RuntimeTaskService>(*context, std::move(runtime));
+  ttrpc::Router router;
+  register_task_service(router, *service);
+  server = std::make_unique<ttrpc::TtrpcServer>(io.executor(), std::move(router));
+  REQUIRE(server->serve_path(dir.sub("task.sock")).ok());
+  client = std::make_unique<SyncClient>(dir.sub("task.sock"));
+}
+
+Tier::~Tier() {
+  client.reset();
+  io.run([this] { server->close(); });
+  io.run([this] { service.reset(); });
+  pool.stop();
+}
+
+std::string Tier::bundle(const std::string& id, const std::string& spec) {
+  std::string path = dir.sub(id);
+  std::filesystem::create_directories(path);
+  std::ofstream(path + "/config.json") << spec;
+  return path;
+}
+
+CallResult Tier::create(const std::string& id, const std::string& spec, const std::string& stdout_path) {
+  task::CreateTaskRequest request;
+  request.set_id(id);
+  request.set_bundle(bundle(id, spec));
+  request.set_stdout(stdout_path);
+  task::CreateTaskResponse response;
+  return call("Create", request, &response);
+}
+
+CallResult Tier::start(const std::string& id, const std::string& exec_id) {
+  task::StartRequest request;
+  request.set_id(id);
+  request.set_exec_id(exec_id);
+  task::StartResponse response;
+  return call("Start", request, &response);
+}
+
+CallResult Tier::pause(const std::string& id) {
+  task::PauseRequest request;
+  request.set_id(id);
+  return call<pb::Empty>("Pause", request);
+}
+
+CallResult Tier::resume(const std::string& id) {
+  task::ResumeRequest request;
+  request.set_id(id);
+  return call<pb::Empty>("Resume", request);
+}
+
+CallResult Tier::kill(const std::string& id, int signal, bool all, const std::string& exec_id) {
+  task::KillRequest request;
+  request.set_id(id);
+  request.set_exec_id(exec_id);
+  request.set_signal(static_cast<std::uint32_t>(signal));
+  request.set_all(all);
+  return call<pb::Empty>("Kill", request);
+}
+
+CallResult Tier::remove(const std::string& id, const std::string& exec_id) {
+  task::DeleteRequest request;
+  request.set_id(id);
+  request.set_exec_id(exec_id);
+  task::DeleteResponse response;
+  return call("Delete", request, &response);
+}
+
+CallResult Tier::exec(const std::string& id, const std::string& exec_id) {
+  task::ExecProcessRequest request;
+  request.set_id(id);
+  request.set_exec_id(exec_id);
+  request.mutable_spec()->set_value(R"({"args":["true"],"cwd":"/"})");
+  return call<pb::Empty>("Exec", request);
+}
+
+CallResult Tier::shutdown() {
+  task::ShutdownRequest request;
+  CallResult result = call<pb::Empty>("Shutdown", request);
+  task::ConnectRequest connect;
+  REQUIRE(call<task::ConnectResponse>("Connect", connect).status.ok());
+  return result;
+}
+
+containerd::v1::types::Status Tier::state(const std::string& id, const std::string& exec_id) {
+  task::StateRequest request;
+  request.set_id(id);
+  request.set_exec_id(exec_id);
+  task::StateResponse response;
+  auto result = call("State", request, &response);
+  REQUIRE(result.status.ok());
+  return response.status();
+}
+
+bool Tier::published(const std::string& topic) {
+  auto topics = publisher.topics();
+  return std::find(topics.begin(), topics.end(), topic) != topics.end();
+}
+
+}  // namespace shim::test
