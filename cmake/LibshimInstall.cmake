@@ -25,7 +25,7 @@ set(LIBSHIM_SHIM_DIR ${CMAKE_INSTALL_LIBEXECDIR}/libshim)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/libshim/include/shim
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev FILES_MATCHING PATTERN "*.h")
 # The generated headers (and their .proto) of shim_proto only: the public headers include
-# them. cgroups and runc messages stay inside libshim and shim-runc.
+# them. The cgroup metrics messages stay inside libshim.
 get_target_property(libshim_pb_headers shim_proto LIBSHIM_GENERATED_HEADERS)
 get_target_property(libshim_pb_protos shim_proto LIBSHIM_PROTOS)
 foreach(proto ${libshim_pb_protos})

@@ -17,7 +17,7 @@
 #include "json_compare.h"
 #include "gocompat/go_json_syntax.h"
 #include "gocompat/utf8.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // The input is used twice:
 //  - as a serialized google.protobuf.Any: decode_runc_options and
 //    decode_checkpoint_options, then the runc command lines built from what they give
-//    (RuncCommandLine, checkpoint_args, restore_args). Runc Options that decode are
+//    (CliCommandLine, checkpoint_args, restore_args). Runc Options that decode are
 //    written as options.json (options_json) and must read back (parse_options_json) to
 //    the same options;
 //  - as the text of <bundle>/options.json: parse_options_json; what it accepts must
@@ -15,38 +15,38 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "fuzz_check.h"
-#include "shim-runc/runc/checkpoint_options.h"
-#include "shim-runc/runc/options.h"
-#include "shim-runc/runc/runc_command.h"
+#include "shim/oci/checkpoint_options.h"
+#include "shim/oci/runc_options.h"
+#include "shim/oci/cli_command.h"
 
 namespace {
 
-using runc_shim::RuncOptions;
+using shim::oci::RuncOptions;
 
 void check_json_round_trip(const RuncOptions& options) {
-  std::string json = runc_shim::options_json(options);
+  std::string json = shim::oci::options_json(options);
   RuncOptions back;
-  shim::Status status = runc_shim::parse_options_json(json, &back);
+  shim::Status status = shim::oci::parse_options_json(json, &back);
   FUZZ_CHECK(status.ok());
-  FUZZ_CHECK(runc_shim::options_json(back) == json);
+  FUZZ_CHECK(shim::oci::options_json(back) == json);
   // Unknown fields (lite keeps them, serialized after the known ones) are not in the Go
   // struct, so not in options.json: the known fields must be the same.
   FUZZ_CHECK(options.SerializeAsString().starts_with(back.SerializeAsString()));
 }
 
-void check_command_lines(const RuncOptions& options, const runc_shim::CheckpointOptions& checkpoint) {
-  runc_shim::RuncConfig config{options.binary_name(), runc_shim::runc_root(options), "ns", "/bundle",
+void check_command_lines(const RuncOptions& options, const shim::oci::CheckpointOptions& checkpoint) {
+  shim::oci::CliConfig config{options.binary_name(), shim::oci::runc_root(options), "ns", "/bundle",
                                options.systemd_cgroup()};
   config.criu = options.criu_path();
-  runc_shim::RuncCommandLine runc(config);
+  shim::oci::CliCommandLine runc(config);
   FUZZ_CHECK(!runc.binary().empty());
   FUZZ_CHECK(runc.create("id", {.no_pivot = options.no_pivot_root(),
                                 .no_new_keyring = options.no_new_keyring()})
                  .front() == runc.binary());
-  runc_shim::CheckpointArgs args = runc_shim::checkpoint_args("/image", checkpoint);
+  shim::oci::CheckpointArgs args = shim::oci::checkpoint_args("/image", checkpoint);
   FUZZ_CHECK(args.leave_running == !checkpoint.exit());
   FUZZ_CHECK(runc.checkpoint("id", args).back() == "id");
-  runc_shim::RestoreArgs restore = runc_shim::restore_args("/bundle", options, "/image", "");
+  shim::oci::RestoreArgs restore = shim::oci::restore_args("/bundle", options, "/image", "");
   FUZZ_CHECK(!restore.work_path.empty());
   FUZZ_CHECK(runc.restore("id", restore).back() == "id");
 }
@@ -54,21 +54,21 @@ void check_command_lines(const RuncOptions& options, const runc_shim::Checkpoint
 void as_any(std::string_view bytes) {
   shim::pb::Any any;
   if (!any.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
-  runc_shim::DecodedOptions decoded;
-  shim::Status status = runc_shim::decode_runc_options(any, &decoded);
+  shim::oci::DecodedOptions decoded;
+  shim::Status status = shim::oci::decode_runc_options(any, &decoded);
   if (!status.ok()) {
     FUZZ_CHECK(!decoded.present);
     FUZZ_CHECK(!decoded.note.empty());
   }
   if (decoded.present) check_json_round_trip(decoded.options);
-  runc_shim::CheckpointOptions checkpoint;
-  if (!runc_shim::decode_checkpoint_options(any, &checkpoint).ok()) checkpoint.Clear();
+  shim::oci::CheckpointOptions checkpoint;
+  if (!shim::oci::decode_checkpoint_options(any, &checkpoint).ok()) checkpoint.Clear();
   check_command_lines(decoded.options, checkpoint);
 }
 
 void as_json(std::string_view text) {
   RuncOptions options;
-  if (!runc_shim::parse_options_json(text, &options).ok()) return;
+  if (!shim::oci::parse_options_json(text, &options).ok()) return;
   check_json_round_trip(options);
 }
 

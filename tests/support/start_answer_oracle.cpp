@@ -8,7 +8,7 @@
 
 #include "common/proto_wire.h"
 #include "gocompat/utf8.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "protocol/bootstrap.h"
 #include "protocol/start_answer.h"
 

@@ -13,7 +13,7 @@
 #include "shim/linux/cgroup.h"
 #include "linux/cgroup_metrics.h"
 #include "linux/cgroup_file.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "cgroup_test_helpers.h"
 #include "support/temp_dir.h"
 

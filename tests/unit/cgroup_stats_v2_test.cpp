@@ -10,7 +10,7 @@
 #include "cgroup_test_helpers.h"
 #include "shim/linux/cgroup.h"
 #include "linux/cgroup_metrics.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "support/temp_dir.h"
 
 namespace {

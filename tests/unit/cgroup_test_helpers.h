@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/fs.h"
 
 namespace cgroup_test {

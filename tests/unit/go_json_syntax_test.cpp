@@ -9,7 +9,7 @@
 #include <boost/json.hpp>
 
 #include "gocompat/go_json_syntax.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 
 #include "isolated_child.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/linux/mount.h"
 #include "linux/mount_options.h"
 #include "linux/root_path.h"
@@ -47,7 +47,7 @@ std::string read_text(const std::string& path) {
 
 std::vector<std::string> mounts_under(const std::string& path) {
   std::vector<std::string> points;
-  shim::mount_points_under(path, &points);
+  CHECK(shim::mount_points_under(path, &points).ok());
   return points;
 }
 

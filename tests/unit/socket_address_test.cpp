@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 #include "socket/socket_address.h"
 #include "support/subprocess.h"

@@ -31,7 +31,9 @@ enum class Code : int {
 // "OK", "NotFound", ...: for logs and test messages.
 std::string_view code_name(Code code);
 
-class Status {
+// [[nodiscard]]: a Status is never dropped silently. Where a failure changes nothing
+// (best-effort clean-up), say so with ignore_error().
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   // `code` with `message` (the text containerd shows; empty for OK).
@@ -45,6 +47,9 @@ class Status {
   const std::string& message() const { return message_; }
   // "NotFound: container not created: not found"
   std::string to_string() const;
+  // Drops this status on purpose: the call was best effort and its failure changes
+  // nothing (the caller has said why in a comment).
+  void ignore_error() const {}
 
   friend bool operator==(const Status&, const Status&) = default;
 

@@ -1,4 +1,4 @@
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

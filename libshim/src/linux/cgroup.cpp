@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "linux/cgroup_file.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/logger.h"
 
 namespace shim {

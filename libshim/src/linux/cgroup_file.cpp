@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "gocompat/utf8.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/logger.h"
 
 namespace shim {

@@ -10,7 +10,7 @@
 #include "gocompat/utf8.h"
 #include "linux/cgroup_file.h"
 #include "linux/cgroup_metrics.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/logger.h"
 
 namespace shim {

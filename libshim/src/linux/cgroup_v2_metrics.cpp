@@ -11,7 +11,7 @@
 #include "shim/linux/cgroup.h"
 #include "linux/cgroup_metrics.h"
 #include "linux/cgroup_file.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/logger.h"
 
 namespace shim {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/unique_fd.h"
 
 namespace shim {

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "linux/loop_device.h"
 #include "linux/mount_options.h"
 #include "linux/root_path.h"
@@ -226,7 +226,8 @@ shim::Status mount_all(const std::vector<MountEntry>& entries, const std::string
       status = mount_at(entry, target);
     }
     if (status.ok()) continue;
-    for (auto it = targets.rbegin(); it != targets.rend(); ++it) unmount_all(*it);
+    // Undo what was mounted; the failed mount's error is the one to report.
+    for (auto it = targets.rbegin(); it != targets.rend(); ++it) unmount_all(*it).ignore_error();
     return shim::unknown(fmt::format(
         "mount rootfs component {}/{} (type {}, source {}, target {}): {}", i + 1,
         entries.size(), shim::go_quote(entry.type), shim::go_quote(entry.source),

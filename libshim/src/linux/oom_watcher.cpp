@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "linux/cgroup_file.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 namespace shim {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 namespace shim {
 

@@ -17,11 +17,11 @@ namespace shim {
 class ActionEnvironment::Impl {
  public:
   Impl() {
-    SignalWatcher::block_in_this_thread({SIGCHLD});
+    status_ = SignalWatcher::block_in_this_thread({SIGCHLD});
     // Not a subreaper: an action is a short-lived child of containerd.
     reaper_ = std::make_unique<SignalfdReaper>(loop_.get_executor(),
                                                ReaperOptions{.child_subreaper = false});
-    reaper_->start();
+    if (status_.ok()) status_ = reaper_->start();
     thread_ = std::thread([this] { loop_.run(); });
   }
 
@@ -33,6 +33,7 @@ class ActionEnvironment::Impl {
   }
 
   SignalfdReaper& reaper() { return *reaper_; }
+  const Status& status() const { return status_; }
   PosixSpawner& spawner() { return spawner_; }
 
  private:
@@ -41,11 +42,13 @@ class ActionEnvironment::Impl {
   std::unique_ptr<SignalfdReaper> reaper_;
   PosixSpawner spawner_;
   std::thread thread_;
+  Status status_;
 };
 
 ActionEnvironment::ActionEnvironment() : impl_(std::make_unique<Impl>()) {}
 ActionEnvironment::~ActionEnvironment() = default;
 Reaper& ActionEnvironment::reaper() { return impl_->reaper(); }
 Spawner& ActionEnvironment::spawner() { return impl_->spawner(); }
+Status ActionEnvironment::status() const { return impl_->status(); }
 
 }  // namespace shim

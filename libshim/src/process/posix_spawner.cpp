@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "process/spawn_child.h"
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/unique_fd.h"
 
 extern char** environ;

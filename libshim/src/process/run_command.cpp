@@ -219,7 +219,8 @@ Status run_and_capture(Reaper& reaper, Spawner& spawner, const SpawnRequest& req
   bool by_call = call_deadline && (!deadline || *call_deadline < *deadline);
   if (by_call) deadline = *call_deadline;
   bool exited = pump_until_exit(process, out, err, in, deadline);
-  if (!exited) process.handle.signal(SIGKILL);
+  // Already gone is fine: the wait below reports how it ended.
+  if (!exited) process.handle.signal(SIGKILL).ignore_error();
   Status waited = wait_exit(process, request.path, &result->exit);
   // What the child wrote before it died is still in the pipes; anything a surviving
   // grandchild writes later is not ours to wait for.

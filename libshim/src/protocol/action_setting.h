@@ -20,6 +20,8 @@ class ActionSetting {
   ActionSetting& operator=(const ActionSetting&) = delete;
 
   ActionContext& context() { return context_; }
+  // Whether the reaper runs; the action fails with this error otherwise.
+  Status status() const { return environment_.status(); }
 
  private:
   SystemClock clock_;

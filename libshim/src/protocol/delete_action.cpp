@@ -71,6 +71,7 @@ int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
                         .debug = flags.debug};
   if (identity.ns.empty()) return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
   ActionSetting setting("delete", std::move(identity));
+  if (Status s = setting.status(); !s.ok()) return fail(manager, s);
   ActionContext& context = setting.context();
 
   task::DeleteResponse response;

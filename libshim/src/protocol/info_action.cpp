@@ -21,6 +21,7 @@ int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
                                              .grpc_address = !flags.address.empty() ? flags.address : env.grpc_address,
                                              .ttrpc_address = env.ttrpc_address,
                                              .debug = flags.debug});
+  if (Status s = setting.status(); !s.ok()) return fail(manager, s);
   ActionContext& context = setting.context();
   containerd::types::RuntimeInfo info;
   Status status = vendor_call("Manager::info", [&] { return manager.info(context, options, &info); },

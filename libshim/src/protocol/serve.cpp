@@ -194,13 +194,14 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   // Before any thread exists: every thread inherits this mask, so these signals reach
   // only the loop's signalfd.
-  SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
+  Status blocked = SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
   ::signal(SIGPIPE, SIG_IGN);
   if (options.log_to_fifo) redirect_stderr_to_log_fifo();
   if (!configured.ok()) return fail(manager, configured);
 
   SystemClock clock;
   Logger logger = make_logger(flags, options, clock, manager);
+  if (!blocked.ok()) logger.warn("signal mask", {{"error", blocked.message()}});
   boost::asio::io_context loop(1);
   auto executor = loop.get_executor();
   SignalWatcher signals(executor);
@@ -240,9 +241,14 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return 1;
   }
   shutdown.attach(&server, &forwarder, socket_path);
-  signals.watch(SIGTERM, [&](const SignalInfo&) { shutdown.request_shutdown(); });
-  signals.watch(SIGINT, [&](const SignalInfo&) { shutdown.request_shutdown(); });
-  signals.watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
+  auto watch = [&](int signo, SignalWatcher::Handler handler) {
+    if (Status s = signals.watch(signo, std::move(handler)); !s.ok()) {
+      logger.warn("signal handler", {{"signal", signo}, {"error", s.message()}});
+    }
+  };
+  watch(SIGTERM, [&](const SignalInfo&) { shutdown.request_shutdown(); });
+  watch(SIGINT, [&](const SignalInfo&) { shutdown.request_shutdown(); });
+  watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
 
   logger.info("starting signal loop", {{"path", current_dir()}, {"socket", socket_path}});
   run_loop(loop, logger);

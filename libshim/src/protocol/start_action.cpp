@@ -134,7 +134,7 @@ Status launch(const StartContext& ctx, const DaemonOptions& options, const std::
 int abort_start(Manager& manager, const Status& status, SpawnedProcess& daemon,
                 const std::string& socket_path) {
   if (daemon.pid > 0) {
-    daemon.handle.signal(SIGKILL);
+    daemon.handle.signal(SIGKILL).ignore_error();  // it may have exited already
     ::unlink(socket_path.c_str());
   }
   return fail(manager, status);

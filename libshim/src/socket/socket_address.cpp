@@ -1,6 +1,6 @@
 #include "socket/socket_address.h"
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
 #include <fmt/format.h>
 

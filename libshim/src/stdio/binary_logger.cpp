@@ -273,7 +273,7 @@ void BinaryLogger::terminate() {
     if (exited_) return;
     sent = handle_.signal(SIGTERM);
     // NotFound: reaped meanwhile, its exit is on the way. Anything else: kill, as Go does.
-    if (!sent.ok() && sent.code() != shim::Code::kNotFound) handle_.signal(SIGKILL);
+    if (!sent.ok() && sent.code() != shim::Code::kNotFound) handle_.signal(SIGKILL).ignore_error();
   }
   if (!sent.ok()) {
     if (sent.code() != shim::Code::kNotFound) {
@@ -287,7 +287,7 @@ void BinaryLogger::terminate() {
     {
       std::lock_guard lock(self->mu_);
       if (self->exited_) return;
-      self->handle_.signal(SIGKILL);
+      self->handle_.signal(SIGKILL).ignore_error();  // a logger gone already has its exit on the way
     }
     self->logger_.warn("failed to wait for shim logger process to exit, killing",
                        {{"pid", std::to_string(self->pid())}});
@@ -297,7 +297,7 @@ void BinaryLogger::terminate() {
 void BinaryLogger::kill_now() {
   std::lock_guard lock(mu_);
   stop_requested_ = true;  // a later stop() only waits for the exit
-  if (!exited_) handle_.signal(SIGKILL);
+  if (!exited_) handle_.signal(SIGKILL).ignore_error();  // gone already: its exit is on the way
 }
 
 }  // namespace shim

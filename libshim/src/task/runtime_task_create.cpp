@@ -91,7 +91,11 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(const task::
   bool restoring = !config.checkpoint.empty();  // nothing ran: no console yet
   if (result.status.ok() && !restoring) result.status = result.io->console_receiver()();
   if (result.status.ok() && result.pid != 0) result.cgroup = init_cgroup(result.pid);
-  if (!result.status.ok() && mounted) unmount_all(config.rootfs);
+  if (!result.status.ok() && mounted) {
+    if (Status s = unmount_all(config.rootfs); !s.ok()) {
+      context_.logger.warn("failed to cleanup rootfs mount", {{"id", config.id}, {"error", s.message()}});
+    }
+  }
   return result;
 }
 
@@ -154,7 +158,8 @@ void RuntimeTaskService::finish_create(const task::CreateTaskRequest& request, C
   container->init.stdio = StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
   container->init.pid = result.pid;
   container->init.io = std::move(result.io);
-  if (result.pid != 0) ProcessHandle::open(static_cast<pid_t>(result.pid), &container->init.handle);
+  // No pidfd: the init is gone already, and the handle stays invalid, which Kill reads so.
+  if (result.pid != 0) ProcessHandle::open(static_cast<pid_t>(result.pid), &container->init.handle).ignore_error();
   // Watched from now: an OOM right after Start must not fall before the watch exists.
   watch_oom(*container);
   containers_[request.id()] = std::move(container);
@@ -239,7 +244,7 @@ void RuntimeTaskService::start_init(TaskContainer& container, Reply<task::StartR
     c->restore_pending = false;
     if (result.pid != c->init.pid) {
       c->init.pid = result.pid;
-      ProcessHandle::open(static_cast<pid_t>(result.pid), &c->init.handle);
+      ProcessHandle::open(static_cast<pid_t>(result.pid), &c->init.handle).ignore_error();  // as at Create
     }
     if (!c->cgroup) c->cgroup = std::move(result.cgroup);
     c->init.state = ProcessState::kRunning;

@@ -12,6 +12,7 @@
 
 #include "shim/process/reaper.h"
 #include "shim/process/spawner.h"
+#include "shim/status.h"
 
 namespace shim {
 
@@ -25,6 +26,9 @@ class ActionEnvironment {
   // The reaper and the spawner to run the runtime with; valid while this lives.
   Reaper& reaper();
   Spawner& spawner();
+  // Whether its reaper runs (SIGCHLD blocked, the signalfd watched): without it no
+  // child's exit would be seen, and a wait for one would never end.
+  Status status() const;
 
   class Impl;
 

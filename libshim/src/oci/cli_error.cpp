@@ -1,4 +1,4 @@
-#include "shim-runc/runc/runtime_error.h"
+#include "shim/oci/cli_error.h"
 
 #include <sys/statvfs.h>
 
@@ -9,9 +9,9 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -175,4 +175,4 @@ shim::Status kill_errno_error(int err) {
   return kill_error(shim::go_errno_text(err));
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim-runc/runc_info.h"
+#include "shim/oci/cli_info.h"
 #include "shim/pb/runc/runc_options.pb.h"
 #include "shim/pb/containerd/types.pb.h"
 #include "support/action_context.h"
@@ -41,7 +41,7 @@ TEST_CASE("the features Any equals the Go shim's for the same runc features outp
   containerd::types::RuntimeInfo go = go_info("go_shim_2.1.9_info_no_options.hex");
   REQUIRE(go.has_features());
   shim::pb::Any ours;
-  REQUIRE(runc_shim::features_any(slurp("runc_1.1.5_features.json"), &ours).ok());
+  REQUIRE(shim::oci::features_any(slurp("runc_1.1.5_features.json"), &ours).ok());
   CHECK(ours.type_url() == go.features().type_url());
   CHECK(ours.value() == go.features().value());
   CHECK(ours.SerializeAsString() == go.features().SerializeAsString());
@@ -51,9 +51,9 @@ TEST_CASE("the features Any equals the Go shim's for the same runc features outp
 
 TEST_CASE("features_any refuses what is not a JSON object", "[runc-info]") {
   shim::pb::Any any;
-  CHECK(runc_shim::features_any("[1,2]", &any).code() == shim::Code::kInvalidArgument);
-  CHECK(runc_shim::features_any("{\"truncated\":", &any).code() == shim::Code::kInvalidArgument);
-  REQUIRE(runc_shim::features_any("{\"a\":\"<&>\",\"b\":[true,null,3]}", &any).ok());
+  CHECK(shim::oci::features_any("[1,2]", &any).code() == shim::Code::kInvalidArgument);
+  CHECK(shim::oci::features_any("{\"truncated\":", &any).code() == shim::Code::kInvalidArgument);
+  REQUIRE(shim::oci::features_any("{\"a\":\"<&>\",\"b\":[true,null,3]}", &any).ok());
   CHECK(any.value() == "{\"a\":\"\\u003c\\u0026\\u003e\",\"b\":[true,null,3]}");  // Go's escaping
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("runc options are echoed as the Go shim echoes them", "[runc-info]") {
   request.set_value(options.SerializeAsString());
   containerd::types::RuntimeInfo ours;
   shim::test::TestActionContext action({}, "info");
-  shim::Status status = runc_shim::fill_runtime_info(action.get(), request, &ours);
+  shim::Status status = shim::oci::cli_runtime_info(action.get(), request, &ours);
   INFO(status.to_string());
   REQUIRE(status.ok());
   CHECK(ours.options().SerializeAsString() == go.options().SerializeAsString());
@@ -83,7 +83,7 @@ TEST_CASE("a runtime binary that is not on PATH fails -info with Go's text", "[r
   request.set_value(options.SerializeAsString());
   containerd::types::RuntimeInfo info;
   shim::test::TestActionContext action({}, "info");
-  CHECK(runc_shim::fill_runtime_info(action.get(), request, &info).message() ==
+  CHECK(shim::oci::cli_runtime_info(action.get(), request, &info).message() ==
         "failed to look up the path of \"no-such-runtime-xyz\": exec: \"no-such-runtime-xyz\": "
         "executable file not found in $PATH");
 }

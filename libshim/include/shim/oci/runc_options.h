@@ -14,12 +14,15 @@
 #include "shim/pb/any.pb.h"
 #include "shim/status.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
+// The runtime options containerd sends a runc-type shim (CRI: the handler's `options`).
 using RuncOptions = containerd::runc::v1::Options;
 
+// Their type URL, as containerd writes it (a "<prefix>/" before it is accepted too).
 inline constexpr std::string_view kRuncOptionsType = "containerd.runc.v1.Options";
 
+// What decode_runc_options() made of an Any.
 struct DecodedOptions {
   RuncOptions options;  // all defaults unless `present`
   bool present = false;  // the Any held containerd.runc.v1.Options
@@ -54,4 +57,4 @@ shim::Status read_runtime(const std::string& bundle, std::string* binary_name);
 // Options.root, or /run/containerd/runc when empty.
 std::string runc_root(const RuncOptions& options);
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,4 +1,4 @@
-// RuncCommandLine: every runc command line compared with what go-runc builds for the Go
+// CliCommandLine: every runc command line compared with what go-runc builds for the Go
 // runc shim (go-runc v1.0.0/v1.1.0 runc.go, containerd pkg/process).
 #include <unistd.h>
 
@@ -7,19 +7,19 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/gocompat.h"
-#include "shim-runc/runc/runc_command.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/cli_command.h"
 
 namespace {
 
-using runc_shim::RuncCommandLine;
-using runc_shim::RuncConfig;
+using shim::oci::CliCommandLine;
+using shim::oci::CliConfig;
 using Argv = std::vector<std::string>;
 
 const std::string kBundle = "/run/containerd/io.containerd.runtime.v2.task/default/t1";
 
-RuncCommandLine default_runc() {
-  return RuncCommandLine(RuncConfig{.ns = "default", .bundle = kBundle});
+CliCommandLine default_runc() {
+  return CliCommandLine(CliConfig{.ns = "default", .bundle = kBundle});
 }
 
 // The global flags go-runc puts in front of every command for the Go shim.
@@ -33,13 +33,13 @@ Argv with_globals(const Argv& command) {
 }  // namespace
 
 TEST_CASE("runc global flags: root per namespace, log.json, json format", "[runc]") {
-  RuncCommandLine runc = default_runc();
+  CliCommandLine runc = default_runc();
   CHECK(runc.binary() == "runc");
   CHECK(runc.state_root() == "/run/containerd/runc/default");
   CHECK(runc.log_path() == kBundle + "/log.json");
   CHECK(runc.prefix() == with_globals({}));
 
-  RuncCommandLine custom(RuncConfig{.binary = "/usr/local/bin/crun",
+  CliCommandLine custom(CliConfig{.binary = "/usr/local/bin/crun",
                                     .root = "/tmp/state/",
                                     .ns = "k8s.io",
                                     .bundle = "/b//x/",
@@ -49,7 +49,7 @@ TEST_CASE("runc global flags: root per namespace, log.json, json format", "[runc
 }
 
 TEST_CASE("runc create/start/exec command lines", "[runc]") {
-  RuncCommandLine runc = default_runc();
+  CliCommandLine runc = default_runc();
   CHECK(runc.create("t1", {}) ==
         with_globals({"create", "--bundle", kBundle, "--pid-file", kBundle + "/init.pid", "t1"}));
   CHECK(runc.create("t1", {.console_socket = "/run/user/0/pty123/pty.sock",
@@ -71,7 +71,7 @@ TEST_CASE("runc create/start/exec command lines", "[runc]") {
 }
 
 TEST_CASE("runc kill/delete/pause/resume/ps/update/state command lines", "[runc]") {
-  RuncCommandLine runc = default_runc();
+  CliCommandLine runc = default_runc();
   CHECK(runc.kill("t1", 15, false) == with_globals({"kill", "t1", "15"}));
   CHECK(runc.kill("t1", 9, true) == with_globals({"kill", "--all", "t1", "9"}));
   CHECK(runc.remove("t1", false) == with_globals({"delete", "t1"}));
@@ -82,11 +82,11 @@ TEST_CASE("runc kill/delete/pause/resume/ps/update/state command lines", "[runc]
   CHECK(runc.update("t1") == with_globals({"update", "--resources=-", "t1"}));
   CHECK(runc.state("t1") == with_globals({"state", "t1"}));
   CHECK(runc.version() == with_globals({"--version"}));
-  CHECK(runc_shim::runc_features_command("/usr/sbin/runc") == Argv{"/usr/sbin/runc", "features"});
+  CHECK(shim::oci::cli_features_command("/usr/sbin/runc") == Argv{"/usr/sbin/runc", "features"});
 }
 
 TEST_CASE("runc checkpoint and restore command lines", "[runc]") {
-  RuncCommandLine runc = default_runc();
+  CliCommandLine runc = default_runc();
   CHECK(runc.checkpoint("t1", {.image_path = "/img", .work_path = kBundle + "/work/criu-work"}) ==
         with_globals({"checkpoint", "--image-path", "/img", "--work-path",
                       kBundle + "/work/criu-work", "--leave-running", "t1"}));
@@ -121,7 +121,7 @@ TEST_CASE("runc checkpoint and restore command lines", "[runc]") {
 TEST_CASE("runc pid files are absolute, paths cleaned like Go's filepath", "[runc]") {
   char cwd[4096];
   REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
-  RuncCommandLine relative(RuncConfig{.ns = "ns", .bundle = "./bundles/../b1"});
+  CliCommandLine relative(CliConfig{.ns = "ns", .bundle = "./bundles/../b1"});
   CHECK(relative.log_path() == "b1/log.json");
   CHECK(relative.init_pid_file() == shim::go_join_path(cwd, "b1/init.pid"));
   CHECK(relative.exec_pid_file("x") == shim::go_join_path(cwd, "b1/x.pid"));

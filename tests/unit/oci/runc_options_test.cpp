@@ -7,14 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include "shim/pb/runc/runtimeoptions.pb.h"
-#include "shim/gocompat.h"
-#include "shim-runc/runc/options.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/runc_options.h"
 #include "support/temp_dir.h"
 
 namespace {
 
-using runc_shim::DecodedOptions;
-using runc_shim::RuncOptions;
+using shim::oci::DecodedOptions;
+using shim::oci::RuncOptions;
 
 shim::pb::Any make_any(std::string type_url, std::string value) {
   shim::pb::Any any;
@@ -51,7 +51,7 @@ TEST_CASE("runtime options Any: runc Options, bare or prefixed type_url", "[runc
                                "type.googleapis.com/containerd.runc.v1.Options"}) {
     INFO(type_url);
     DecodedOptions decoded;
-    REQUIRE(runc_shim::decode_runc_options(make_any(type_url, sent.SerializeAsString()), &decoded)
+    REQUIRE(shim::oci::decode_runc_options(make_any(type_url, sent.SerializeAsString()), &decoded)
                 .ok());
     CHECK(decoded.present);
     CHECK(decoded.note.empty());
@@ -61,29 +61,29 @@ TEST_CASE("runtime options Any: runc Options, bare or prefixed type_url", "[runc
   }
   // ctr attaches an empty Options message: present, all defaults.
   DecodedOptions empty_message;
-  REQUIRE(runc_shim::decode_runc_options(make_any("containerd.runc.v1.Options", ""),
+  REQUIRE(shim::oci::decode_runc_options(make_any("containerd.runc.v1.Options", ""),
                                          &empty_message)
               .ok());
   CHECK(empty_message.present);
-  CHECK(runc_shim::runc_root(empty_message.options) == "/run/containerd/runc");
+  CHECK(shim::oci::runc_root(empty_message.options) == "/run/containerd/runc");
 }
 
 TEST_CASE("runtime options Any of other kinds mean no runc options", "[runc]") {
   DecodedOptions decoded;
   SECTION("no Any at all (empty type_url and value)") {
-    REQUIRE(runc_shim::decode_runc_options(shim::pb::Any(), &decoded).ok());
+    REQUIRE(shim::oci::decode_runc_options(shim::pb::Any(), &decoded).ok());
     CHECK_FALSE(decoded.present);
     CHECK(decoded.note.empty());
   }
   SECTION("a value without type_url") {
-    REQUIRE(runc_shim::decode_runc_options(make_any("", "\x3a\x01x"), &decoded).ok());
+    REQUIRE(shim::oci::decode_runc_options(make_any("", "\x3a\x01x"), &decoded).ok());
     CHECK_FALSE(decoded.present);
     CHECK(decoded.note == "runtime options without a type_url (3 bytes) ignored");
   }
   SECTION("runtimeoptions.v1.Options (CRI, non-runc runtime_type)") {
     runtimeoptions::v1::Options cri;
     cri.set_config_path("/etc/runtime.toml");
-    REQUIRE(runc_shim::decode_runc_options(
+    REQUIRE(shim::oci::decode_runc_options(
                 make_any("runtimeoptions.v1.Options", cri.SerializeAsString()), &decoded)
                 .ok());
     CHECK_FALSE(decoded.present);
@@ -92,7 +92,7 @@ TEST_CASE("runtime options Any of other kinds mean no runc options", "[runc]") {
           "using runc defaults (config_path /etc/runtime.toml not read)");
   }
   SECTION("containerd.linux.runc.CreateOptions (1.6 ctr, other runtime names)") {
-    REQUIRE(runc_shim::decode_runc_options(
+    REQUIRE(shim::oci::decode_runc_options(
                 make_any("containerd.linux.runc.CreateOptions", "\x08\x01"), &decoded)
                 .ok());
     CHECK_FALSE(decoded.present);
@@ -105,7 +105,7 @@ TEST_CASE("runc Options bytes that do not decode are an error", "[runc]") {
   DecodedOptions decoded;
   // Field 7 (root) announcing 100 bytes that are not there.
   shim::Status status =
-      runc_shim::decode_runc_options(make_any("containerd.runc.v1.Options", "\x3a\x64/x"), &decoded);
+      shim::oci::decode_runc_options(make_any("containerd.runc.v1.Options", "\x3a\x64/x"), &decoded);
   CHECK(status.code() == shim::Code::kUnknown);
   CHECK(status.message() == "unmarshal containerd.runc.v1.Options: invalid protobuf (4 bytes)");
   CHECK_FALSE(decoded.present);
@@ -114,8 +114,8 @@ TEST_CASE("runc Options bytes that do not decode are an error", "[runc]") {
 }
 
 TEST_CASE("options.json bytes: Go's json.Marshal of the Options struct", "[runc]") {
-  CHECK(runc_shim::options_json(RuncOptions()) == "{}");
-  CHECK(runc_shim::options_json(options_with_root("/tmp/x")) == R"({"root":"/tmp/x"})");
+  CHECK(shim::oci::options_json(RuncOptions()) == "{}");
+  CHECK(shim::oci::options_json(options_with_root("/tmp/x")) == R"({"root":"/tmp/x"})");
 
   RuncOptions all;
   all.set_no_pivot_root(true);
@@ -131,7 +131,7 @@ TEST_CASE("options.json bytes: Go's json.Marshal of the Options struct", "[runc]
   all.set_criu_work_path("/work");
   all.set_task_api_address("ttrpc+unix:///s");
   all.set_task_api_version(3);
-  CHECK(runc_shim::options_json(all) ==
+  CHECK(shim::oci::options_json(all) ==
         R"({"no_pivot_root":true,"no_new_keyring":true,"shim_cgroup":"/shim","io_uid":1000,)"
         R"("io_gid":4294967295,"binary_name":"crun","root":"/r","criu_path":"/criu",)"
         R"("systemd_cgroup":true,"criu_image_path":"/img","criu_work_path":"/work",)"
@@ -139,13 +139,13 @@ TEST_CASE("options.json bytes: Go's json.Marshal of the Options struct", "[runc]
 
   RuncOptions odd = options_with_root("/a<b>&\"c\"\n");
   odd.set_io_gid(7);
-  CHECK(runc_shim::options_json(odd) ==
+  CHECK(shim::oci::options_json(odd) ==
         R"({"io_gid":7,"root":"/a\u003cb\u003e\u0026\"c\"\n"})");
 }
 
 TEST_CASE("options.json decodes like Go's json.Unmarshal", "[runc]") {
   RuncOptions options;
-  REQUIRE(runc_shim::parse_options_json(
+  REQUIRE(shim::oci::parse_options_json(
               R"({"ROOT":"/r","binary_name":"crun","unknown":{"x":1},"io_uid":5,)"
               R"("no_pivot_root":true,"shim_cgroup":null})",
               &options)
@@ -155,25 +155,25 @@ TEST_CASE("options.json decodes like Go's json.Unmarshal", "[runc]") {
   CHECK(options.io_uid() == 5);
   CHECK(options.no_pivot_root());
   CHECK(options.shim_cgroup().empty());
-  CHECK(runc_shim::parse_options_json("null", &options).ok());
+  CHECK(shim::oci::parse_options_json("null", &options).ok());
   CHECK(options.root().empty());
 
-  CHECK(runc_shim::parse_options_json(R"({"root":true})", &options).message() ==
+  CHECK(shim::oci::parse_options_json(R"({"root":true})", &options).message() ==
         "json: cannot unmarshal bool into Go struct field Options.root of type string");
-  CHECK(runc_shim::parse_options_json(R"({"io_uid":-1})", &options).message() ==
+  CHECK(shim::oci::parse_options_json(R"({"io_uid":-1})", &options).message() ==
         "json: cannot unmarshal number into Go struct field Options.io_uid of type uint32");
-  CHECK_FALSE(runc_shim::parse_options_json(R"({"io_uid":4294967296})", &options).ok());
-  CHECK_FALSE(runc_shim::parse_options_json(R"({"io_uid":1.5})", &options).ok());
-  CHECK_FALSE(runc_shim::parse_options_json(R"([])", &options).ok());
-  CHECK_FALSE(runc_shim::parse_options_json(R"({"root":)", &options).ok());
+  CHECK_FALSE(shim::oci::parse_options_json(R"({"io_uid":4294967296})", &options).ok());
+  CHECK_FALSE(shim::oci::parse_options_json(R"({"io_uid":1.5})", &options).ok());
+  CHECK_FALSE(shim::oci::parse_options_json(R"([])", &options).ok());
+  CHECK_FALSE(shim::oci::parse_options_json(R"({"root":)", &options).ok());
 }
 
 TEST_CASE("options.json and runtime files in the bundle", "[runc]") {
   shim::test::TempDir bundle("runc-opt-");
   RuncOptions written = options_with_root("/tmp/x");
   written.set_binary_name("crun");
-  REQUIRE(runc_shim::write_options(bundle.path(), written).ok());
-  REQUIRE(runc_shim::write_runtime(bundle.path(), written.binary_name()).ok());
+  REQUIRE(shim::oci::write_options(bundle.path(), written).ok());
+  REQUIRE(shim::oci::write_runtime(bundle.path(), written.binary_name()).ok());
   CHECK(file_content(bundle.sub("options.json")) == R"({"binary_name":"crun","root":"/tmp/x"})");
   CHECK(file_content(bundle.sub("runtime")) == "crun");
   CHECK(file_mode(bundle.sub("options.json")) == 0600);
@@ -181,21 +181,21 @@ TEST_CASE("options.json and runtime files in the bundle", "[runc]") {
 
   RuncOptions read;
   bool present = false;
-  REQUIRE(runc_shim::read_options(bundle.path(), &read, &present).ok());
+  REQUIRE(shim::oci::read_options(bundle.path(), &read, &present).ok());
   CHECK(present);
   CHECK(read.SerializeAsString() == written.SerializeAsString());
   std::string runtime;
-  REQUIRE(runc_shim::read_runtime(bundle.path(), &runtime).ok());
+  REQUIRE(shim::oci::read_runtime(bundle.path(), &runtime).ok());
   CHECK(runtime == "crun");
 
   // runc as the default: the Go shim writes an empty runtime file.
-  REQUIRE(runc_shim::write_runtime(bundle.path(), "").ok());
+  REQUIRE(shim::oci::write_runtime(bundle.path(), "").ok());
   CHECK(file_content(bundle.sub("runtime")).empty());
 
   shim::test::TempDir empty("runc-opt-");
-  REQUIRE(runc_shim::read_options(empty.path(), &read, &present).ok());
+  REQUIRE(shim::oci::read_options(empty.path(), &read, &present).ok());
   CHECK_FALSE(present);
-  shim::Status missing = runc_shim::read_runtime(empty.path(), &runtime);
+  shim::Status missing = shim::oci::read_runtime(empty.path(), &runtime);
   CHECK(missing.code() == shim::Code::kNotFound);
   CHECK(missing.message() == "open " + empty.sub("runtime") + ": no such file or directory");
 }

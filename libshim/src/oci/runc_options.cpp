@@ -1,4 +1,4 @@
-#include "shim-runc/runc/options.h"
+#include "shim/oci/runc_options.h"
 
 #include <cstdint>
 #include <functional>
@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #include "shim/pb/runc/runtimeoptions.pb.h"
-#include "shim/gocompat.h"
-#include "shim-runc/runc/runc_command.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/cli_command.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -207,7 +207,7 @@ shim::Status read_runtime(const std::string& bundle, std::string* binary_name) {
 }
 
 std::string runc_root(const RuncOptions& options) {
-  return options.root().empty() ? std::string(kDefaultRuncRoot) : options.root();
+  return options.root().empty() ? std::string(kDefaultCliRoot) : options.root();
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,4 +1,4 @@
-#include "shim-runc/runc/runc_process.h"
+#include "shim/oci/cli_process.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 #include "shim/process/run_command.h"
 
 extern char** environ;
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -55,7 +55,7 @@ std::vector<std::pair<int, int>> stdio_fds(const CommandRequest& request) {
 
 }  // namespace
 
-std::vector<std::string> runtime_environment() {
+std::vector<std::string> cli_environment() {
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view variable = *entry;
@@ -65,7 +65,7 @@ std::vector<std::string> runtime_environment() {
   return env;
 }
 
-CommandResult run_runtime_command(shim::Reaper& reaper, shim::Spawner& spawner,
+CommandResult run_cli_command(shim::Reaper& reaper, shim::Spawner& spawner,
                                   const CommandRequest& request) {
   CommandResult result;
   if (request.argv.empty()) {
@@ -85,7 +85,7 @@ CommandResult run_runtime_command(shim::Reaper& reaper, shim::Spawner& spawner,
 
   shim::SpawnRequest spawn{.path = path,
                            .argv = request.argv,
-                           .env = runtime_environment(),
+                           .env = cli_environment(),
                            .fds = stdio_fds(request),
                            .parent_death_signal = SIGKILL};
   shim::CaptureResult captured;
@@ -108,4 +108,4 @@ CommandResult run_runtime_command(shim::Reaper& reaper, shim::Spawner& spawner,
   return result;
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,6 +1,6 @@
-// Checkpoint / restore in shim-runc: CheckpointOptions decoding and mapping, the runc
+// Checkpoint / restore over an OCI CLI: CheckpointOptions decoding and mapping, the runc
 // command lines the Go shim builds from them (go-runc v1.0.0 Checkpoint/Restore,
-// containerd 1.6 pkg/process init.go), the state rules, and RuncClient::checkpoint/restore
+// containerd 1.6 pkg/process init.go), the state rules, and CliClient::checkpoint/restore
 // against a fake runtime that fails like runc does when CRIU fails.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,27 +12,27 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "isolated_child.h"
-#include "reaper_fixture.h"
-#include "shim-runc/runc/checkpoint_options.h"
+#include "unit/isolated_child.h"
+#include "unit/reaper_fixture.h"
+#include "shim/oci/checkpoint_options.h"
 #include "task/task_state.h"
-#include "shim/gocompat.h"
-#include "shim-runc/runc/runc_client.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/cli_client.h"
 #include "process/posix_spawner.h"
 #include "shim/process/work_pool.h"
 #include "support/temp_dir.h"
 
 namespace {
 
-using runc_shim::CheckpointOptions;
-using runc_shim::RuncCommandLine;
-using runc_shim::RuncConfig;
+using shim::oci::CheckpointOptions;
+using shim::oci::CliCommandLine;
+using shim::oci::CliConfig;
 using Argv = std::vector<std::string>;
 
 const std::string kBundle = "/run/containerd/io.containerd.runtime.v2.task/default/t1";
 
-RuncCommandLine default_runc() {
-  return RuncCommandLine(RuncConfig{.ns = "default", .bundle = kBundle});
+CliCommandLine default_runc() {
+  return CliCommandLine(CliConfig{.ns = "default", .bundle = kBundle});
 }
 
 Argv with_globals(const Argv& command) {
@@ -59,12 +59,12 @@ TEST_CASE("CheckpointOptions Any: defaults, prefixes, wrong types", "[checkpoint
 
   CheckpointOptions decoded;
   decoded.set_open_tcp(true);  // cleared by the decoder
-  REQUIRE(runc_shim::decode_checkpoint_options(shim::pb::Any(), &decoded).ok());
+  REQUIRE(shim::oci::decode_checkpoint_options(shim::pb::Any(), &decoded).ok());
   CHECK(decoded.SerializeAsString().empty());
 
   for (const char* url : {"containerd.runc.v1.CheckpointOptions",
                           "type.googleapis.com/containerd.runc.v1.CheckpointOptions"}) {
-    REQUIRE(runc_shim::decode_checkpoint_options(any_of(url, options), &decoded).ok());
+    REQUIRE(shim::oci::decode_checkpoint_options(any_of(url, options), &decoded).ok());
     CHECK(decoded.exit());
     CHECK(decoded.work_path() == "/w");
     REQUIRE(decoded.empty_namespaces_size() == 1);
@@ -72,23 +72,23 @@ TEST_CASE("CheckpointOptions Any: defaults, prefixes, wrong types", "[checkpoint
   }
 
   shim::Status status =
-      runc_shim::decode_checkpoint_options(any_of("containerd.linux.runc.CheckpointOptions", options), &decoded);
+      shim::oci::decode_checkpoint_options(any_of("containerd.linux.runc.CheckpointOptions", options), &decoded);
   CHECK(status.code() == shim::Code::kNotFound);
   CHECK(status.message() == "type with url containerd.linux.runc.CheckpointOptions: not found");
 
   shim::pb::Any garbage;
   garbage.set_type_url("containerd.runc.v1.CheckpointOptions");
   garbage.set_value("\x0a\xff");  // field 1 length-delimited, truncated
-  status = runc_shim::decode_checkpoint_options(garbage, &decoded);
+  status = shim::oci::decode_checkpoint_options(garbage, &decoded);
   CHECK(status.code() == shim::Code::kUnknown);
   CHECK(decoded.SerializeAsString().empty());
 }
 
 TEST_CASE("CheckpointOptions map to the Go shim's runc checkpoint flags", "[checkpoint]") {
-  RuncCommandLine runc = default_runc();
+  CliCommandLine runc = default_runc();
   // No options (ctr task checkpoint without flags): leave running, the image dir from the
-  // request, the work path chosen by RuncClient (empty here).
-  runc_shim::CheckpointArgs defaults = runc_shim::checkpoint_args("/img", CheckpointOptions());
+  // request, the work path chosen by CliClient (empty here).
+  shim::oci::CheckpointArgs defaults = shim::oci::checkpoint_args("/img", CheckpointOptions());
   CHECK(defaults.leave_running);
   CHECK(defaults.work_path.empty());
   CHECK(runc.checkpoint("t1", defaults) ==
@@ -106,7 +106,7 @@ TEST_CASE("CheckpointOptions map to the Go shim's runc checkpoint flags", "[chec
   all.set_image_path("/ignored");     // the request's path wins
   all.set_work_path("/work");
   all.set_parent_path("/parent");     // 2.4+ containerd; forwarded like the newer Go shim
-  CHECK(runc.checkpoint("t1", runc_shim::checkpoint_args("/img", all)) ==
+  CHECK(runc.checkpoint("t1", shim::oci::checkpoint_args("/img", all)) ==
         with_globals({"checkpoint", "--image-path", "/img", "--work-path", "/work",
                       "--parent-path", "/parent", "--tcp-established", "--ext-unix-sk",
                       "--shell-job", "--file-locks", "--empty-ns", "network", "--empty-ns", "ipc",
@@ -114,9 +114,9 @@ TEST_CASE("CheckpointOptions map to the Go shim's runc checkpoint flags", "[chec
 }
 
 TEST_CASE("restore arguments fixed at Create and the restore command line", "[checkpoint]") {
-  RuncCommandLine runc = default_runc();
-  runc_shim::RuncOptions options;
-  runc_shim::RestoreArgs args = runc_shim::restore_args(kBundle, options, "/ckpt", "");
+  CliCommandLine runc = default_runc();
+  shim::oci::RuncOptions options;
+  shim::oci::RestoreArgs args = shim::oci::restore_args(kBundle, options, "/ckpt", "");
   CHECK(args.work_path == kBundle + "/work");  // Init.WorkDir, not .../criu-work
   CHECK(runc.restore("t1", args) ==
         with_globals({"restore", "--image-path", "/ckpt", "--work-path", kBundle + "/work",
@@ -126,7 +126,7 @@ TEST_CASE("restore arguments fixed at Create and the restore command line", "[ch
   options.set_criu_work_path("/var/criu");
   options.set_no_pivot_root(true);
   options.set_no_new_keyring(true);  // create-only flag: not on restore
-  args = runc_shim::restore_args(kBundle + "/", options, "/ckpt", "/parent");
+  args = shim::oci::restore_args(kBundle + "/", options, "/ckpt", "/parent");
   args.console_socket = "/run/user/0/pty1/pty.sock";
   CHECK(runc.restore("t1", args) ==
         with_globals({"restore", "--image-path", "/ckpt", "--work-path", "/var/criu",
@@ -136,7 +136,7 @@ TEST_CASE("restore arguments fixed at Create and the restore command line", "[ch
 }
 
 TEST_CASE("Options.criu_path is the global --criu flag, as in the 1.6 Go shim", "[checkpoint]") {
-  RuncCommandLine runc(RuncConfig{.ns = "default", .bundle = kBundle, .systemd_cgroup = true,
+  CliCommandLine runc(CliConfig{.ns = "default", .bundle = kBundle, .systemd_cgroup = true,
                                   .criu = "/opt/criu/criu"});
   CHECK(runc.checkpoint("t1", {.image_path = "/img"}) ==
         Argv{"runc", "--root", "/run/containerd/runc/default", "--log", kBundle + "/log.json",
@@ -212,7 +212,7 @@ bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 
 }  // namespace
 
-TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as Go", "[checkpoint]") {
+TEST_CASE("CliClient checkpoint: default work dir removed, CRIU failure text as Go", "[checkpoint]") {
   auto outcome = shim_test::run_in_child([](shim_test::ChildReport& report) {
     shim::test::TempDir dir("runc-ckpt-");
     const std::string fake = dir.sub("fake-runc");
@@ -223,11 +223,11 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
     shim_test::LoopWithReaper loop;
     shim::PosixSpawner spawner;
     shim::WorkPool pool(1);
-    runc_shim::RuncClient runc(loop.reaper, spawner,
-                               RuncConfig{.binary = fake, .root = "/run/r", .ns = "ns", .bundle = bundle});
+    shim::oci::CliClient runc(loop.reaper, spawner,
+                               CliConfig{.binary = fake, .root = "/run/r", .ns = "ns", .bundle = bundle});
     const std::string default_work = bundle + "/work/criu-work";
 
-    shim::go_write_file(dir.sub("mode"), "ok", 0644);
+    report.check(shim::go_write_file(dir.sub("mode"), "ok", 0644).ok(), "mode ok");
     shim::Status status = on_pool(pool, [&] { return runc.checkpoint("t1", {.image_path = dir.sub("img")}); });
     report.check(status.ok(), "checkpoint ok: " + status.to_string());
     report.check(read_text(dir.sub("argv")).find("--work-path\n" + default_work + "\n--leave-running\nt1\n") !=
@@ -235,7 +235,7 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
                  "default work path: " + read_text(dir.sub("argv")));
     report.check(exists(dir.sub("work-seen")) && !exists(default_work), "default work dir removed after");
 
-    shim::go_write_file(dir.sub("mode"), "fail", 0644);
+    report.check(shim::go_write_file(dir.sub("mode"), "fail", 0644).ok(), "mode fail");
     status = on_pool(pool, [&] { return runc.checkpoint("t1", {.image_path = dir.sub("img")}); });
     // go-runc's "<argv0> did not terminate successfully: exit status 1: <output>", first
     // line only, plus " path= <bundle>/criu-dump.log" (Go's criuError).
@@ -254,9 +254,9 @@ TEST_CASE("RuncClient checkpoint: default work dir removed, CRIU failure text as
     report.check(read_text(dir.sub("argv")).ends_with("--work-path\n" + own_work + "\nt1\n"),
                  "exit: no --leave-running: " + read_text(dir.sub("argv")));
 
-    shim::go_write_file(dir.sub("mode"), "ok", 0644);
-    runc_shim::RestoreArgs restore = runc_shim::restore_args(bundle, {}, dir.sub("img"), "");
-    status = on_pool(pool, [&] { return runc.restore("t1", restore, runc_shim::Stdio{}); });
+    report.check(shim::go_write_file(dir.sub("mode"), "ok", 0644).ok(), "mode ok");
+    shim::oci::RestoreArgs restore = shim::oci::restore_args(bundle, {}, dir.sub("img"), "");
+    status = on_pool(pool, [&] { return runc.restore("t1", restore, shim::oci::Stdio{}); });
     report.check(status.ok() && read_text(bundle + "/init.pid") == "4242\n", "restore writes the pid file");
     report.check(read_text(dir.sub("argv")).ends_with("-no-subreaper\n--bundle\n" + bundle + "\nt1\n"),
                  "restore argv: " + read_text(dir.sub("argv")));

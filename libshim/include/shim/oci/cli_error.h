@@ -13,7 +13,7 @@
 
 #include "shim/status.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 // Action strings of the Go shim's runtimeError() calls.
 inline constexpr std::string_view kCreateFailed = "OCI runtime create failed";
@@ -55,4 +55,4 @@ shim::Status kill_error(std::string_view runc_error);
 // "exec kill error: ", which is left to the caller.
 shim::Status kill_errno_error(int err);
 
-}  // namespace runc_shim
+}  // namespace shim::oci

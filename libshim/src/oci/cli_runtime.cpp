@@ -1,4 +1,4 @@
-#include "shim-runc/runc_runtime.h"
+#include "shim/oci/cli_runtime.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "shim/fs.h"
 
-namespace runc_shim {
+namespace shim::oci {
 namespace {
 
 // go-runc: a terminal process gets no IO (runc's output is captured for the error
@@ -29,14 +29,14 @@ shim::Status read_pid_file(const std::string& path, std::uint32_t* pid) {
 
 }  // namespace
 
-RuncInstance::RuncInstance(const shim::ContainerConfig& config, RuncOptions options, RuncClient runc)
+CliInstance::CliInstance(const shim::ContainerConfig& config, RuncOptions options, CliClient runc)
     : config_(config), options_(std::move(options)), runc_(std::move(runc)) {}
 
-shim::StdioOwner RuncInstance::stdio_owner() const {
+shim::StdioOwner CliInstance::stdio_owner() const {
   return {static_cast<int>(options_.io_uid()), static_cast<int>(options_.io_gid())};
 }
 
-shim::Status RuncInstance::create(const shim::ProcessStdio& stdio, std::uint32_t* pid) {
+shim::Status CliInstance::create(const shim::ProcessStdio& stdio, std::uint32_t* pid) {
   if (!config_.checkpoint.empty()) {
     // Go's "created checkpoint" state: runc restore runs at Start with these pipes.
     restore_ = restore_args(config_.bundle, options_, config_.checkpoint, config_.parent_checkpoint);
@@ -50,14 +50,14 @@ shim::Status RuncInstance::create(const shim::ProcessStdio& stdio, std::uint32_t
   return read_pid_file(runc_.command_line().init_pid_file(), pid);
 }
 
-shim::Status RuncInstance::start(std::uint32_t* pid) {
+shim::Status CliInstance::start(std::uint32_t* pid) {
   if (restore_) return restore(pid);
   return runc_.start(config_.id);
 }
 
 // Go hands `runc restore` the create-time pipes (null IO: /dev/null; a terminal: none,
 // the pty comes through --console-socket) and never captures its output.
-shim::Status RuncInstance::restore(std::uint32_t* pid) {
+shim::Status CliInstance::restore(std::uint32_t* pid) {
   RestoreArgs args = *restore_;
   args.console_socket = restore_stdio_.console_socket;
   if (shim::Status s = runc_.restore(config_.id, args, runc_stdio(restore_stdio_)); !s.ok()) return s;
@@ -68,32 +68,32 @@ shim::Status RuncInstance::restore(std::uint32_t* pid) {
   return {};
 }
 
-shim::Status RuncInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid) {
+shim::Status CliInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid) {
   shim::Status status = runc_.exec(config_.id, exec.exec_id, exec.spec, exec.stdio.console_socket,
                                    runc_stdio(exec.stdio));
   if (!status.ok()) return status;
   return read_pid_file(runc_.command_line().exec_pid_file(exec.exec_id), pid);
 }
 
-shim::Status RuncInstance::delete_exec(const std::string& exec_id) {
+shim::Status CliInstance::delete_exec(const std::string& exec_id) {
   ::unlink(runc_.command_line().exec_pid_file(exec_id).c_str());
   return {};
 }
 
-shim::Status RuncInstance::kill(int signal, bool all) { return runc_.kill(config_.id, signal, all); }
+shim::Status CliInstance::kill(int signal, bool all) { return runc_.kill(config_.id, signal, all); }
 
-shim::Status RuncInstance::remove() { return runc_.remove(config_.id, false); }
+shim::Status CliInstance::remove() { return runc_.remove(config_.id, false); }
 
-shim::Status RuncInstance::pause() { return runc_.pause(config_.id); }
+shim::Status CliInstance::pause() { return runc_.pause(config_.id); }
 
-shim::Status RuncInstance::resume() { return runc_.resume(config_.id); }
+shim::Status CliInstance::resume() { return runc_.resume(config_.id); }
 
-shim::Status RuncInstance::update(std::string_view resources_json) {
+shim::Status CliInstance::update(std::string_view resources_json) {
   shim::Status status = runc_.update(config_.id, resources_json);
   return status.ok() ? status : shim::unknown(status.message());
 }
 
-shim::Status RuncInstance::checkpoint(const shim::CheckpointConfig& config) {
+shim::Status CliInstance::checkpoint(const shim::CheckpointConfig& config) {
   CheckpointOptions options;
   if (config.options) {
     if (shim::Status s = decode_checkpoint_options(*config.options, &options); !s.ok()) return s;
@@ -101,14 +101,14 @@ shim::Status RuncInstance::checkpoint(const shim::CheckpointConfig& config) {
   return runc_.checkpoint(config_.id, checkpoint_args(config.path, options));
 }
 
-shim::Status RuncInstance::pids(std::vector<std::uint32_t>* pids) {
+shim::Status CliInstance::pids(std::vector<std::uint32_t>* pids) {
   std::vector<int> listed;
   if (shim::Status s = runc_.ps(config_.id, &listed); !s.ok()) return shim::unknown(s.message());
   for (int pid : listed) pids->push_back(static_cast<std::uint32_t>(pid));
   return {};
 }
 
-shim::Status RuncRuntime::open(const shim::ContainerConfig& config, std::unique_ptr<shim::Instance>* instance) {
+shim::Status CliRuntime::open(const shim::ContainerConfig& config, std::unique_ptr<shim::Instance>* instance) {
   DecodedOptions decoded;
   if (config.options && !config.options->type_url().empty()) {
     if (shim::Status s = decode_runc_options(*config.options, &decoded); !s.ok()) return s;
@@ -117,12 +117,12 @@ shim::Status RuncRuntime::open(const shim::ContainerConfig& config, std::unique_
   const RuncOptions& options = decoded.options;
   if (shim::Status s = write_options(config.bundle, options); !s.ok()) return s;
   if (shim::Status s = write_runtime(config.bundle, options.binary_name()); !s.ok()) return s;
-  RuncConfig runc{options.binary_name(), runc_root(options), context_.identity.ns, config.bundle,
-                  options.systemd_cgroup()};
+  std::string binary = options.binary_name().empty() ? default_binary_ : options.binary_name();
+  CliConfig runc{binary, runc_root(options), context_.identity.ns, config.bundle, options.systemd_cgroup()};
   runc.criu = options.criu_path();
-  *instance = std::make_unique<RuncInstance>(config, options,
-                                             RuncClient(context_.reaper, context_.spawner, std::move(runc)));
+  *instance = std::make_unique<CliInstance>(config, options,
+                                             CliClient(context_.reaper, context_.spawner, std::move(runc)));
   return {};
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,10 +1,10 @@
-#include "shim-runc/runc/runc_command.h"
+#include "shim/oci/cli_command.h"
 
 #include <utility>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -14,28 +14,28 @@ void append(std::vector<std::string>* argv, std::initializer_list<std::string_vi
 
 }  // namespace
 
-RuncCommandLine::RuncCommandLine(RuncConfig config) : config_(std::move(config)) {}
+CliCommandLine::CliCommandLine(CliConfig config) : config_(std::move(config)) {}
 
-std::string RuncCommandLine::binary() const {
-  return config_.binary.empty() ? std::string(kDefaultRuncBinary) : config_.binary;
+std::string CliCommandLine::binary() const {
+  return config_.binary.empty() ? std::string(kDefaultCliBinary) : config_.binary;
 }
 
-std::string RuncCommandLine::state_root() const {
-  std::string_view root = config_.root.empty() ? kDefaultRuncRoot : config_.root;
+std::string CliCommandLine::state_root() const {
+  std::string_view root = config_.root.empty() ? kDefaultCliRoot : config_.root;
   return shim::go_join_path(root, config_.ns);
 }
 
-std::string RuncCommandLine::log_path() const { return shim::go_join_path(config_.bundle, "log.json"); }
+std::string CliCommandLine::log_path() const { return shim::go_join_path(config_.bundle, "log.json"); }
 
-std::string RuncCommandLine::init_pid_file() const {
+std::string CliCommandLine::init_pid_file() const {
   return shim::go_abs_path(shim::go_join_path(config_.bundle, "init.pid"));
 }
 
-std::string RuncCommandLine::exec_pid_file(std::string_view exec_id) const {
+std::string CliCommandLine::exec_pid_file(std::string_view exec_id) const {
   return shim::go_abs_path(shim::go_join_path(config_.bundle, std::string(exec_id) + ".pid"));
 }
 
-std::vector<std::string> RuncCommandLine::prefix() const {
+std::vector<std::string> CliCommandLine::prefix() const {
   // go-runc's Runc.args(): --root, [--debug], --log, --log-format, [--criu],
   // [--systemd-cgroup].
   std::vector<std::string> argv{binary(), "--root", state_root(), "--log", log_path(),
@@ -45,14 +45,14 @@ std::vector<std::string> RuncCommandLine::prefix() const {
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::with_prefix(
+std::vector<std::string> CliCommandLine::with_prefix(
     std::initializer_list<std::string_view> args) const {
   std::vector<std::string> argv = prefix();
   append(&argv, args);
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::create(std::string_view id,
+std::vector<std::string> CliCommandLine::create(std::string_view id,
                                                  const CreateArgs& args) const {
   std::vector<std::string> argv =
       with_prefix({"create", "--bundle", config_.bundle, "--pid-file", init_pid_file()});
@@ -63,48 +63,48 @@ std::vector<std::string> RuncCommandLine::create(std::string_view id,
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::start(std::string_view id) const {
+std::vector<std::string> CliCommandLine::start(std::string_view id) const {
   return with_prefix({"start", id});
 }
 
-std::vector<std::string> RuncCommandLine::exec(std::string_view id, const ExecArgs& args) const {
+std::vector<std::string> CliCommandLine::exec(std::string_view id, const ExecArgs& args) const {
   std::vector<std::string> argv = with_prefix({"exec", "--process", args.process_file});
   if (!args.console_socket.empty()) append(&argv, {"--console-socket", args.console_socket});
   append(&argv, {"--detach", "--pid-file", exec_pid_file(args.exec_id), id});
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::kill(std::string_view id, int signal, bool all) const {
+std::vector<std::string> CliCommandLine::kill(std::string_view id, int signal, bool all) const {
   std::vector<std::string> argv = with_prefix({"kill"});
   if (all) argv.emplace_back("--all");
   append(&argv, {id, std::to_string(signal)});
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::remove(std::string_view id, bool force) const {
+std::vector<std::string> CliCommandLine::remove(std::string_view id, bool force) const {
   std::vector<std::string> argv = with_prefix({"delete"});
   if (force) argv.emplace_back("--force");
   argv.emplace_back(id);
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::pause(std::string_view id) const {
+std::vector<std::string> CliCommandLine::pause(std::string_view id) const {
   return with_prefix({"pause", id});
 }
 
-std::vector<std::string> RuncCommandLine::resume(std::string_view id) const {
+std::vector<std::string> CliCommandLine::resume(std::string_view id) const {
   return with_prefix({"resume", id});
 }
 
-std::vector<std::string> RuncCommandLine::ps(std::string_view id) const {
+std::vector<std::string> CliCommandLine::ps(std::string_view id) const {
   return with_prefix({"ps", "--format", "json", id});
 }
 
-std::vector<std::string> RuncCommandLine::update(std::string_view id) const {
+std::vector<std::string> CliCommandLine::update(std::string_view id) const {
   return with_prefix({"update", "--resources=-", id});
 }
 
-std::vector<std::string> RuncCommandLine::state(std::string_view id) const {
+std::vector<std::string> CliCommandLine::state(std::string_view id) const {
   return with_prefix({"state", id});
 }
 
@@ -120,7 +120,7 @@ void append_checkpoint_paths(std::vector<std::string>* argv, const std::string& 
 
 }  // namespace
 
-std::vector<std::string> RuncCommandLine::checkpoint(std::string_view id,
+std::vector<std::string> CliCommandLine::checkpoint(std::string_view id,
                                                      const CheckpointArgs& args) const {
   std::vector<std::string> argv = with_prefix({"checkpoint"});
   append_checkpoint_paths(&argv, args.image_path, args.work_path, args.parent_path);
@@ -135,7 +135,7 @@ std::vector<std::string> RuncCommandLine::checkpoint(std::string_view id,
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::restore(std::string_view id,
+std::vector<std::string> CliCommandLine::restore(std::string_view id,
                                                   const RestoreArgs& args) const {
   std::vector<std::string> argv = with_prefix({"restore"});
   append_checkpoint_paths(&argv, args.image_path, args.work_path, args.parent_path);
@@ -147,10 +147,10 @@ std::vector<std::string> RuncCommandLine::restore(std::string_view id,
   return argv;
 }
 
-std::vector<std::string> RuncCommandLine::version() const { return with_prefix({"--version"}); }
+std::vector<std::string> CliCommandLine::version() const { return with_prefix({"--version"}); }
 
-std::vector<std::string> runc_features_command(std::string_view binary_path) {
+std::vector<std::string> cli_features_command(std::string_view binary_path) {
   return {std::string(binary_path), "features"};
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

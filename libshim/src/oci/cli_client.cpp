@@ -1,4 +1,4 @@
-#include "shim-runc/runc/runc_client.h"
+#include "shim/oci/cli_client.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,12 +15,12 @@
 #include <boost/json/value.hpp>
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
-#include "shim-runc/runc/runtime_error.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/cli_error.h"
 #include "shim/fs.h"
 #include "shim/logger.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -72,7 +72,8 @@ std::string first_line(std::string_view text) {
 
 void copy_file(const std::string& from, const std::string& to) {
   std::string content;
-  if (shim::go_read_file(from, &content).ok()) shim::go_write_file(to, content, 0666);
+  // A diagnostic copy: the checkpoint's own error is reported either way.
+  if (shim::go_read_file(from, &content).ok()) shim::go_write_file(to, content, 0666).ignore_error();
 }
 
 shim::Status json_error(std::string_view what, const boost::system::error_code& ec) {
@@ -81,14 +82,14 @@ shim::Status json_error(std::string_view what, const boost::system::error_code& 
 
 }  // namespace
 
-RuncClient::RuncClient(shim::Reaper& reaper, shim::Spawner& spawner, RuncConfig config,
-                       RuncClientOptions options)
+CliClient::CliClient(shim::Reaper& reaper, shim::Spawner& spawner, CliConfig config,
+                       CliClientOptions options)
     : reaper_(reaper),
       spawner_(spawner),
       command_line_(std::move(config)),
       options_(options) {}
 
-CommandResult RuncClient::run(std::vector<std::string> argv, OutputCapture capture, Stdio stdio,
+CommandResult CliClient::run(std::vector<std::string> argv, OutputCapture capture, Stdio stdio,
                               std::string input) {
   CommandRequest request{.argv = std::move(argv),
                          .capture = capture,
@@ -96,40 +97,40 @@ CommandResult RuncClient::run(std::vector<std::string> argv, OutputCapture captu
                          .input = std::move(input),
                          .max_output = options_.max_output,
                          .timeout = options_.timeout};
-  return run_runtime_command(reaper_, spawner_, request);
+  return run_cli_command(reaper_, spawner_, request);
 }
 
-std::string RuncClient::captured_error(const CommandResult& result) {
+std::string CliClient::captured_error(const CommandResult& result) {
   if (result.ok()) return {};
   // go-runc formats "%s: %s" with the output buffer, which is nil when the start failed.
   return fmt::format("{}: {}", result.error, result.started ? result.output : "<nil>");
 }
 
-std::string RuncClient::run_or_error(std::vector<std::string> argv, std::string input) {
+std::string CliClient::run_or_error(std::vector<std::string> argv, std::string input) {
   return captured_error(run(std::move(argv), OutputCapture::kCombined, {}, std::move(input)));
 }
 
-std::string RuncClient::run_with_io(std::vector<std::string> argv, const std::optional<Stdio>& io) {
+std::string CliClient::run_with_io(std::vector<std::string> argv, const std::optional<Stdio>& io) {
   if (!io) return run_or_error(std::move(argv));
   return run(std::move(argv), OutputCapture::kNone, *io).error;
 }
 
-shim::Status RuncClient::runtime_failure(std::string_view action,
+shim::Status CliClient::runtime_failure(std::string_view action,
                                          const std::string& runc_error) const {
   if (runc_error.empty()) return {};
   return runtime_error(command_line_.log_path(), action, runc_error);
 }
 
-shim::Status RuncClient::create(std::string_view id, const CreateArgs& args,
+shim::Status CliClient::create(std::string_view id, const CreateArgs& args,
                                 const std::optional<Stdio>& io) {
   return runtime_failure(kCreateFailed, run_with_io(command_line_.create(id, args), io));
 }
 
-shim::Status RuncClient::start(std::string_view id) {
+shim::Status CliClient::start(std::string_view id) {
   return runtime_failure(kStartFailed, run_or_error(command_line_.start(id)));
 }
 
-shim::Status RuncClient::exec(std::string_view id, std::string_view exec_id,
+shim::Status CliClient::exec(std::string_view id, std::string_view exec_id,
                               std::string_view process_json, std::string_view console_socket,
                               const std::optional<Stdio>& io) {
   ProcessFile file;
@@ -141,31 +142,31 @@ shim::Status RuncClient::exec(std::string_view id, std::string_view exec_id,
   return runtime_failure(kExecFailed, run_with_io(command_line_.exec(id, args), io));
 }
 
-shim::Status RuncClient::kill(std::string_view id, int signal, bool all) {
+shim::Status CliClient::kill(std::string_view id, int signal, bool all) {
   std::string error = run_or_error(command_line_.kill(id, signal, all));
   if (error.empty()) return {};
   return kill_error(error);
 }
 
-shim::Status RuncClient::kill_all(std::string_view id) {
+shim::Status CliClient::kill_all(std::string_view id) {
   return runtime_failure(kKillAllFailed, run_or_error(command_line_.kill(id, SIGKILL, true)));
 }
 
-shim::Status RuncClient::remove(std::string_view id, bool force) {
+shim::Status CliClient::remove(std::string_view id, bool force) {
   std::string error = run_or_error(command_line_.remove(id, force));
   if (error.find("does not exist") != std::string::npos) return {};
   return runtime_failure(kDeleteFailed, error);
 }
 
-shim::Status RuncClient::pause(std::string_view id) {
+shim::Status CliClient::pause(std::string_view id) {
   return runtime_failure(kPauseFailed, run_or_error(command_line_.pause(id)));
 }
 
-shim::Status RuncClient::resume(std::string_view id) {
+shim::Status CliClient::resume(std::string_view id) {
   return runtime_failure(kResumeFailed, run_or_error(command_line_.resume(id)));
 }
 
-shim::Status RuncClient::ps(std::string_view id, std::vector<int>* pids) {
+shim::Status CliClient::ps(std::string_view id, std::vector<int>* pids) {
   pids->clear();
   CommandResult result = run(command_line_.ps(id), OutputCapture::kCombined);
   if (!result.ok()) return shim::unknown(captured_error(result));
@@ -182,7 +183,7 @@ shim::Status RuncClient::ps(std::string_view id, std::vector<int>* pids) {
   return {};
 }
 
-shim::Status RuncClient::update(std::string_view id, std::string_view resources_json) {
+shim::Status CliClient::update(std::string_view id, std::string_view resources_json) {
   std::string input(resources_json);
   if (input.empty() || input.back() != '\n') input += '\n';  // json.Encoder's newline
   std::string error = run_or_error(command_line_.update(id), std::move(input));
@@ -190,8 +191,8 @@ shim::Status RuncClient::update(std::string_view id, std::string_view resources_
   return shim::unknown(std::move(error));
 }
 
-shim::Status RuncClient::state(std::string_view id, RuncState* state) {
-  *state = RuncState{};
+shim::Status CliClient::state(std::string_view id, CliState* state) {
+  *state = CliState{};
   CommandResult result = run(command_line_.state(id), OutputCapture::kCombined);
   if (!result.ok()) return shim::unknown(captured_error(result));
   boost::system::error_code ec;
@@ -215,7 +216,7 @@ shim::Status RuncClient::state(std::string_view id, RuncState* state) {
   return {};
 }
 
-shim::Status RuncClient::checkpoint(std::string_view id, CheckpointArgs args) {
+shim::Status CliClient::checkpoint(std::string_view id, CheckpointArgs args) {
   const std::string& bundle = command_line_.config().bundle;
   bool own_work_dir = args.work_path.empty();
   if (own_work_dir) args.work_path = shim::go_join_path(shim::go_join_path(bundle, "work"), "criu-work");
@@ -233,22 +234,22 @@ shim::Status RuncClient::checkpoint(std::string_view id, CheckpointArgs args) {
   return shim::unknown(std::move(error));
 }
 
-shim::Status RuncClient::restore(std::string_view id, const RestoreArgs& args,
+shim::Status CliClient::restore(std::string_view id, const RestoreArgs& args,
                                  const std::optional<Stdio>& io) {
   // go-runc's Restore never captures: without IO the runtime's stdio is /dev/null.
   CommandResult result = run(command_line_.restore(id, args), OutputCapture::kNone, io.value_or(Stdio{}));
   return runtime_failure(kRestoreFailed, result.error);
 }
 
-shim::Status RuncClient::version(RuncVersion* version) {
+shim::Status CliClient::version(CliVersion* version) {
   CommandResult result = run(command_line_.version(), OutputCapture::kStdout);
   if (!result.ok()) return shim::unknown(result.error);
-  *version = parse_runc_version(result.output);
+  *version = parse_cli_version(result.output);
   return {};
 }
 
-RuncVersion parse_runc_version(std::string_view output) {
-  RuncVersion version;
+CliVersion parse_cli_version(std::string_view output) {
+  CliVersion version;
   std::string_view rest = shim::go_trim_space(output);
   std::string_view line = rest.substr(0, rest.find('\n'));
   if (!line.starts_with("runc version ")) return version;
@@ -262,16 +263,16 @@ RuncVersion parse_runc_version(std::string_view output) {
   return version;
 }
 
-shim::Status runc_features(shim::Reaper& reaper, shim::Spawner& spawner,
+shim::Status cli_features(shim::Reaper& reaper, shim::Spawner& spawner,
                            std::string_view binary_name, std::string* features_json) {
   features_json->clear();
-  std::string name = binary_name.empty() ? std::string(kDefaultRuncBinary) : std::string(binary_name);
+  std::string name = binary_name.empty() ? std::string(kDefaultCliBinary) : std::string(binary_name);
   std::string path;
   if (shim::Status s = shim::go_look_path(name, &path); !s.ok()) {
     return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", name, s.message()));
   }
-  CommandRequest request{.argv = runc_features_command(path), .capture = OutputCapture::kSeparate};
-  CommandResult result = run_runtime_command(reaper, spawner, request);
+  CommandRequest request{.argv = cli_features_command(path), .capture = OutputCapture::kSeparate};
+  CommandResult result = run_cli_command(reaper, spawner, request);
   if (!result.ok()) {
     // Go's exec.ExitError says "exit status N" without go-runc's prefix.
     std::string cause =
@@ -283,4 +284,4 @@ shim::Status runc_features(shim::Reaper& reaper, shim::Spawner& spawner,
   return {};
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,14 +1,14 @@
-#include "shim-runc/runc_info.h"
+#include "shim/oci/cli_info.h"
 
 #include <boost/json/parse.hpp>
 #include <fmt/format.h>
 
-#include "shim-runc/runc/options.h"
-#include "shim-runc/runc/runc_client.h"
-#include "shim-runc/runc/runc_command.h"
-#include "shim/gocompat.h"
+#include "shim/oci/runc_options.h"
+#include "shim/oci/cli_client.h"
+#include "shim/oci/cli_command.h"
+#include "gocompat/go_compat.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 shim::Status features_any(std::string_view runc_output, shim::pb::Any* any) {
   boost::system::error_code ec;
@@ -19,9 +19,9 @@ shim::Status features_any(std::string_view runc_output, shim::pb::Any* any) {
   return {};
 }
 
-shim::Status fill_runtime_info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
-                               containerd::types::RuntimeInfo* info) {
-  std::string binary(kDefaultRuncBinary);
+shim::Status cli_runtime_info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
+                              containerd::types::RuntimeInfo* info, std::string_view default_binary) {
+  std::string binary(default_binary);
   if (options) {
     DecodedOptions decoded;
     if (shim::Status s = decode_runc_options(*options, &decoded); !s.ok()) {
@@ -38,10 +38,10 @@ shim::Status fill_runtime_info(const shim::ActionContext& context, const std::op
     return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", binary, s.message()));
   }
   std::string json;
-  if (!runc_features(context.reaper, context.spawner, path, &json).ok()) return {};
+  if (!cli_features(context.reaper, context.spawner, path, &json).ok()) return {};
   shim::pb::Any features;
   if (features_any(json, &features).ok()) *info->mutable_features() = std::move(features);
   return {};
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

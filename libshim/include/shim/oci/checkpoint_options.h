@@ -1,7 +1,7 @@
 // Checkpoint / restore inputs as the Go runc shim reads them (containerd pkg/process/init.go, runtime/v2/runc/options/oci.proto):
 // the containerd.runc.v1.CheckpointOptions Any of a Checkpoint request, and what a Create
 // with `checkpoint` set keeps for the restore at Start. Pure, so the mapping to the runc
-// command lines (runc_command.h) is unit-tested without runc or CRIU.
+// command lines (shim/oci/cli_command.h) is unit-tested without runc or CRIU.
 #pragma once
 
 #include <string>
@@ -9,14 +9,16 @@
 
 #include "shim/pb/runc/runc_options.pb.h"
 #include "shim/pb/any.pb.h"
-#include "shim-runc/runc/options.h"
-#include "shim-runc/runc/runc_command.h"
+#include "shim/oci/runc_options.h"
+#include "shim/oci/cli_command.h"
 #include "shim/status.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
+// The options of a Checkpoint request for a runc-type shim (`ctr task checkpoint`, CRI).
 using CheckpointOptions = containerd::runc::v1::CheckpointOptions;
 
+// Their type URL, as containerd writes it.
 inline constexpr std::string_view kCheckpointOptionsType = "containerd.runc.v1.CheckpointOptions";
 
 // Decodes CheckpointRequest.options. An empty type_url means defaults (containerd sends no
@@ -30,7 +32,7 @@ shim::Status decode_checkpoint_options(const shim::pb::Any& any, CheckpointOptio
 // open_tcp, external_unix_sockets, terminal (--shell-job), file_locks, empty_namespaces,
 // work_path, parent_path (2.4+; 1.6 containerd never sets it) and --leave-running unless
 // `exit`. cgroups_mode and the options' image_path are not forwarded (as in Go). An empty
-// work_path stays empty: RuncClient::checkpoint then uses <bundle>/work/criu-work and
+// work_path stays empty: CliClient::checkpoint then uses <bundle>/work/criu-work and
 // removes it afterwards.
 CheckpointArgs checkpoint_args(std::string_view image_path, const CheckpointOptions& options);
 
@@ -41,4 +43,4 @@ CheckpointArgs checkpoint_args(std::string_view image_path, const CheckpointOpti
 RestoreArgs restore_args(std::string_view bundle, const RuncOptions& options,
                          std::string_view checkpoint, std::string_view parent_checkpoint);
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,26 +1,19 @@
-#include "shim-runc/runc_manager.h"
+#include "shim/oci/cli_manager.h"
 
-#include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
-#include <fmt/format.h>
-
-#include "shim/gocompat.h"
-#include "shim-runc/runc/options.h"
-#include "shim-runc/runc/runc_client.h"
-#include "shim-runc/runc/runc_command.h"
-#include "shim-runc/runc_info.h"
-#include "shim-runc/runc_runtime.h"
-#include "shim/process/action_environment.h"
-#include "shim/clock.h"
+#include "gocompat/go_compat.h"
 #include "shim/fs.h"
 #include "shim/logger.h"
-#include "shim/timestamp.h"
+#include "shim/oci/cli_client.h"
+#include "shim/oci/cli_info.h"
+#include "shim/oci/cli_runtime.h"
+#include "shim/oci/runc_options.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -30,7 +23,7 @@ namespace {
 // fork/exec of ~5 ms on `ctr run --rm`'s critical path. Other runtimes (crun, runsc...)
 // may keep their state elsewhere: they are always called, as is runc if lstat fails for
 // any other reason.
-bool runc_has_no_state(const RuncCommandLine& command_line, const std::string& id) {
+bool runc_has_no_state(const CliCommandLine& command_line, const std::string& id) {
   std::string binary = command_line.binary();
   if (binary != "runc" && !binary.ends_with("/runc")) return false;
   if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos) return false;
@@ -40,8 +33,8 @@ bool runc_has_no_state(const RuncCommandLine& command_line, const std::string& i
 }
 
 // `runc delete --force ID`, best effort: containerd logs our stderr as "cleanup warnings".
-void force_delete(const shim::ActionContext& context, const RuncConfig& config) {
-  RuncClient runc(context.reaper, context.spawner, config, RuncClientOptions{.timeout = std::chrono::seconds(10)});
+void force_delete(const shim::ActionContext& context, const CliConfig& config) {
+  CliClient runc(context.reaper, context.spawner, config, CliClientOptions{.timeout = std::chrono::seconds(10)});
   if (auto s = runc.remove(context.identity.id, true); !s.ok()) {
     context.logger.warn("failed to remove runc container", {{"error", s.message()}});
   }
@@ -49,7 +42,7 @@ void force_delete(const shim::ActionContext& context, const RuncConfig& config) 
 
 }  // namespace
 
-shim::DaemonOptions RuncManager::daemon_options(const shim::StartContext& context) const {
+shim::DaemonOptions CliManager::daemon_options(const shim::StartContext& context) const {
   shim::DaemonOptions options;
   if (!context.options) return options;
   DecodedOptions decoded;
@@ -64,7 +57,7 @@ shim::DaemonOptions RuncManager::daemon_options(const shim::StartContext& contex
 // and root come from the files Create left there; runc delete --force (skipped when runc
 // has no state for the container) is best effort; libshim then unmounts the rootfs and
 // answers that the init was killed (137) now.
-shim::Status RuncManager::cleanup(const shim::ActionContext& context, std::int64_t* init_pid) {
+shim::Status CliManager::cleanup(const shim::ActionContext& context, std::int64_t* init_pid) {
   const std::string& bundle = context.identity.bundle;
   std::string binary;
   if (auto s = read_runtime(bundle, &binary); !s.ok()) return s;
@@ -72,7 +65,8 @@ shim::Status RuncManager::cleanup(const shim::ActionContext& context, std::int64
   bool present = false;
   if (auto s = read_options(bundle, &options, &present); !s.ok()) return s;
 
-  RuncCommandLine command_line(RuncConfig{binary, runc_root(options), context.identity.ns, bundle, false});
+  if (binary.empty()) binary = default_binary_;
+  CliCommandLine command_line(CliConfig{binary, runc_root(options), context.identity.ns, bundle, false});
   if (!runc_has_no_state(command_line, context.identity.id)) force_delete(context, command_line.config());
   std::string pid_text;
   *init_pid = -1;
@@ -82,14 +76,14 @@ shim::Status RuncManager::cleanup(const shim::ActionContext& context, std::int64
   return {};
 }
 
-shim::Status RuncManager::info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
+shim::Status CliManager::info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                                containerd::types::RuntimeInfo* info) const {
   if (shim::Status s = shim::RuntimeManager::info(context, std::nullopt, info); !s.ok()) return s;
-  return fill_runtime_info(context, options, info);
+  return cli_runtime_info(context, options, info, default_binary_);
 }
 
-std::unique_ptr<shim::Runtime> RuncManager::create_runtime(shim::ServiceContext& context) {
-  return std::make_unique<RuncRuntime>(context);
+std::unique_ptr<shim::Runtime> CliManager::create_runtime(shim::ServiceContext& context) {
+  return std::make_unique<CliRuntime>(context, default_binary_);
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -1,10 +1,10 @@
-#include "shim-runc/runc/checkpoint_options.h"
+#include "shim/oci/checkpoint_options.h"
 
 #include <fmt/format.h>
 
-#include "shim/gocompat.h"
+#include "gocompat/go_compat.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
 namespace {
 
@@ -55,4 +55,4 @@ RestoreArgs restore_args(std::string_view bundle, const RuncOptions& options,
   return args;
 }
 
-}  // namespace runc_shim
+}  // namespace shim::oci

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "shim/gocompat.h"
-#include "shim-runc/runc/runtime_error.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/cli_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -15,7 +15,7 @@ using shim::Code;
 
 std::string last_error(std::string_view content) {
   std::string message = "unset";
-  shim::Status status = runc_shim::last_runtime_error_in(content, &message);
+  shim::Status status = shim::oci::last_runtime_error_in(content, &message);
   INFO(status.to_string());
   REQUIRE(status.ok());
   return message;
@@ -23,7 +23,7 @@ std::string last_error(std::string_view content) {
 
 shim::Status last_error_status(std::string_view content) {
   std::string message;
-  return runc_shim::last_runtime_error_in(content, &message);
+  return shim::oci::last_runtime_error_in(content, &message);
 }
 
 constexpr std::string_view kRuncFailure = "runc did not terminate successfully: exit status 1: ";
@@ -81,7 +81,7 @@ TEST_CASE("runtime_error: last error, no error line, unreadable log", "[runc]") 
   std::string log = dir.sub("log.json");
 
   SECTION("missing log.json") {
-    shim::Status status = runc_shim::runtime_error(log, runc_shim::kStartFailed, kRuncFailure);
+    shim::Status status = shim::oci::runtime_error(log, shim::oci::kStartFailed, kRuncFailure);
     CHECK(status.code() == Code::kUnknown);
     CHECK(status.message() == "OCI runtime start failed: unable to retrieve OCI runtime error "
                               "(open " + log + ": no such file or directory): " +
@@ -89,14 +89,14 @@ TEST_CASE("runtime_error: last error, no error line, unreadable log", "[runc]") 
   }
   SECTION("garbage in log.json") {
     REQUIRE(shim::go_write_file(log, "oops\n", 0600).ok());
-    shim::Status status = runc_shim::runtime_error(log, runc_shim::kExecFailed, "exit status 1");
+    shim::Status status = shim::oci::runtime_error(log, shim::oci::kExecFailed, "exit status 1");
     CHECK(status.message() == "OCI runtime exec failed: unable to retrieve OCI runtime error "
                               "(invalid character 'o' looking for beginning of value): exit "
                               "status 1");
   }
   SECTION("no error line") {
     REQUIRE(shim::go_write_file(log, "{\"level\":\"info\",\"msg\":\"hi\"}\n", 0600).ok());
-    shim::Status status = runc_shim::runtime_error(log, runc_shim::kPauseFailed, kRuncFailure);
+    shim::Status status = shim::oci::runtime_error(log, shim::oci::kPauseFailed, kRuncFailure);
     CHECK(status.code() == Code::kUnknown);
     CHECK(status.message() == "OCI runtime pause failed: " + std::string(kRuncFailure));
   }
@@ -107,7 +107,7 @@ TEST_CASE("runtime_error: last error, no error line, unreadable log", "[runc]") 
                 "process: exec: \\\"nope\\\": executable file not found in $PATH\"}\n",
                 0600)
                 .ok());
-    shim::Status status = runc_shim::runtime_error(log, runc_shim::kCreateFailed, kRuncFailure);
+    shim::Status status = shim::oci::runtime_error(log, shim::oci::kCreateFailed, kRuncFailure);
     CHECK(status.code() == Code::kUnknown);
     CHECK(status.message() ==
           "OCI runtime create failed: runc create failed: unable to start container process: "
@@ -134,13 +134,13 @@ TEST_CASE("kill errors are mapped like checkKillError", "[runc]") {
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    shim::Status status = runc_shim::kill_error(c.text);
+    shim::Status status = shim::oci::kill_error(c.text);
     CHECK(status.code() == c.code);
     CHECK(status.message() == c.message);
   }
-  CHECK(runc_shim::kill_errno_error(ESRCH) ==
+  CHECK(shim::oci::kill_errno_error(ESRCH) ==
         shim::Status(Code::kNotFound, "process already finished: not found"));
-  CHECK(runc_shim::kill_errno_error(EPERM) ==
+  CHECK(shim::oci::kill_errno_error(EPERM) ==
         shim::Status(Code::kUnknown, "unknown error after kill: operation not permitted"));
 }
 

@@ -1,4 +1,4 @@
-// RuncClient end to end: the real runc (--version, features) and a fake runtime script
+// CliClient end to end: the real runc (--version, features) and a fake runtime script
 // that records its argv, environment and stdin and fails on demand, all run through a
 // real SignalfdReaper + WorkPool in a forked child (the reaper changes process-wide state).
 #include <fcntl.h>
@@ -15,10 +15,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "isolated_child.h"
-#include "reaper_fixture.h"
-#include "shim/gocompat.h"
-#include "shim-runc/runc/runc_client.h"
+#include "unit/isolated_child.h"
+#include "unit/reaper_fixture.h"
+#include "gocompat/go_compat.h"
+#include "shim/oci/cli_client.h"
 #include "process/posix_spawner.h"
 #include "shim/process/work_pool.h"
 #include "support/temp_dir.h"
@@ -26,8 +26,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using runc_shim::RuncClient;
-using runc_shim::RuncConfig;
+using shim::oci::CliClient;
+using shim::oci::CliConfig;
 using shim_test::ChildReport;
 
 // A runc stand-in. The behaviour comes from the file `mode` next to it.
@@ -80,7 +80,7 @@ std::string lines(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-TEST_CASE("RuncClient runs the real runc through the reaper", "[runc]") {
+TEST_CASE("CliClient runs the real runc through the reaper", "[runc]") {
   if (::access("/usr/sbin/runc", X_OK) != 0 && ::access("/usr/bin/runc", X_OK) != 0) {
     WARN("runc is not installed: skipped");
     return;
@@ -93,9 +93,9 @@ TEST_CASE("RuncClient runs the real runc through the reaper", "[runc]") {
     shim::PosixSpawner spawner;
     shim::WorkPool pool(2);
     shim::test::TempDir bundle("runc-cli-");
-    RuncClient runc(loop.reaper, spawner, RuncConfig{.ns = "default", .bundle = bundle.path()});
+    CliClient runc(loop.reaper, spawner, CliConfig{.ns = "default", .bundle = bundle.path()});
 
-    runc_shim::RuncVersion version;
+    shim::oci::CliVersion version;
     shim::Status status = on_pool(pool, [&] { return runc.version(&version); });
     report.check(status.ok(), "runc --version: " + status.to_string());
     report.check(!version.runc.empty() && !version.spec.empty(),
@@ -105,12 +105,12 @@ TEST_CASE("RuncClient runs the real runc through the reaper", "[runc]") {
 
     std::string features;
     status = on_pool(pool, [&] {
-      return runc_shim::runc_features(loop.reaper, spawner, "", &features);
+      return shim::oci::cli_features(loop.reaper, spawner, "", &features);
     });
     report.check(status.ok() && features.find("\"ociVersionMin\"") != std::string::npos,
                  "runc features: " + status.to_string());
     status = on_pool(pool, [&] {
-      return runc_shim::runc_features(loop.reaper, spawner, "no-such-runtime-xyz", &features);
+      return shim::oci::cli_features(loop.reaper, spawner, "no-such-runtime-xyz", &features);
     });
     report.check(status.message() ==
                      "failed to look up the path of \"no-such-runtime-xyz\": exec: "
@@ -124,7 +124,7 @@ TEST_CASE("RuncClient runs the real runc through the reaper", "[runc]") {
   shim_test::require_child_passed(outcome);
 }
 
-TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
+TEST_CASE("CliClient command execution, stdio, errors", "[runc]") {
   auto outcome = shim_test::run_in_child([](ChildReport& report) {
     shim::test::TempDir dir("runc-fake-");
     const std::string fake = dir.sub("fake-runc");
@@ -142,9 +142,11 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     shim::Subscription subscription = loop.reaper.subscribe(fanned.callback());
     shim::PosixSpawner spawner;
     shim::WorkPool pool(2);
-    auto set_mode = [&](const std::string& mode) { shim::go_write_file(dir.sub("mode"), mode, 0644); };
-    RuncConfig config{.binary = fake, .root = "/run/r", .ns = "ns", .bundle = dir.sub("b1")};
-    RuncClient runc(loop.reaper, spawner, config);
+    auto set_mode = [&](const std::string& mode) {
+      report.check(shim::go_write_file(dir.sub("mode"), mode, 0644).ok(), "mode " + mode);
+    };
+    CliConfig config{.binary = fake, .root = "/run/r", .ns = "ns", .bundle = dir.sub("b1")};
+    CliClient runc(loop.reaper, spawner, config);
     const std::string failed = fake + " did not terminate successfully: ";
 
     set_mode("ok");
@@ -168,9 +170,9 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     report.check(status.message() == "OCI runtime pause failed: container not created",
                  "stale error: " + status.message());
 
-    RuncConfig config2 = config;
+    CliConfig config2 = config;
     config2.bundle = dir.sub("b2");
-    RuncClient runc2(loop.reaper, spawner, config2);
+    CliClient runc2(loop.reaper, spawner, config2);
     status = on_pool(pool, [&] { return runc2.resume("t1"); });
     report.check(status.message() == "OCI runtime resume failed: " + failed + "exit status 2: out\nerr\n",
                  "no error line: " + status.message());
@@ -191,7 +193,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
 
     set_mode("process");
     const std::string process = R"({"args":["sh"],"cwd":"/","terminal":false})";
-    status = on_pool(pool, [&] { return runc.exec("t1", "e1", process, "", runc_shim::Stdio{}); });
+    status = on_pool(pool, [&] { return runc.exec("t1", "e1", process, "", shim::oci::Stdio{}); });
     std::string process_path = read_text(dir.sub("process-path"));
     report.check(status.ok(), "exec: " + status.to_string());
     report.check(read_text(dir.sub("process")) == process + "\n", "process file content");
@@ -207,7 +209,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     int pipe_fds[2];
     report.check(::pipe2(pipe_fds, O_CLOEXEC) == 0, "pipe");
     status = on_pool(pool, [&] {
-      return runc2.create("t1", {}, runc_shim::Stdio{-1, pipe_fds[1], pipe_fds[1]});
+      return runc2.create("t1", {}, shim::oci::Stdio{-1, pipe_fds[1], pipe_fds[1]});
     });
     ::close(pipe_fds[1]);
     char buffer[256] = {};
@@ -227,14 +229,14 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
     status = on_pool(pool, [&] { return runc.ps("t1", &pids); });
     report.check(status.ok() && pids == std::vector<int>{1, 22, 333}, "ps: " + status.to_string());
     set_mode("state");
-    runc_shim::RuncState state;
+    shim::oci::CliState state;
     status = on_pool(pool, [&] { return runc.state("t1", &state); });
     report.check(status.ok() && state.pid == 42 && state.status == "running" && state.id == "t1",
                  "state: " + status.to_string());
 
-    RuncClient missing(loop.reaper, spawner,
-                       RuncConfig{.binary = "no-such-runtime-xyz", .ns = "ns", .bundle = dir.sub("b3")});
-    status = on_pool(pool, [&] { return missing.create("t1", {}, runc_shim::Stdio{}); });
+    CliClient missing(loop.reaper, spawner,
+                       CliConfig{.binary = "no-such-runtime-xyz", .ns = "ns", .bundle = dir.sub("b3")});
+    status = on_pool(pool, [&] { return missing.create("t1", {}, shim::oci::Stdio{}); });
     report.check(status.message() ==
                      "OCI runtime create failed: unable to retrieve OCI runtime error (open " +
                          dir.sub("b3") + "/log.json: no such file or directory): exec: "
@@ -245,7 +247,7 @@ TEST_CASE("RuncClient command execution, stdio, errors", "[runc]") {
                  "missing binary, captured: " + status.message());
 
     set_mode("sleep");
-    RuncClient bounded(loop.reaper, spawner, config2, {.timeout = 200ms});
+    CliClient bounded(loop.reaper, spawner, config2, {.timeout = 200ms});
     auto started = std::chrono::steady_clock::now();
     status = on_pool(pool, [&] { return bounded.start("t1"); });
     report.check(status.message().find("exit status 137") != std::string::npos,

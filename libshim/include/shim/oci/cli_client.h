@@ -1,4 +1,4 @@
-// RuncClient: runs runc (or any runc-compatible binary) for one container the way the Go
+// CliClient: runs runc (or any runc-compatible binary) for one container the way the Go
 // runc shim does through go-runc, and turns failures into the errors the Go shim returns
 // (github.com/containerd/go-runc runc.go; containerd pkg/process/utils.go in 1.6,
 // cmd/containerd-shim-runc-v2/process/utils.go in 2.x).
@@ -13,7 +13,7 @@
 // all -1 for /dev/null) runs with it and nothing is captured; without one (std::nullopt,
 // go-runc's "no IO", e.g. a terminal container) stdout+stderr are captured and appended
 // to the error text. Error texts are go-runc's ("runc did not terminate successfully:
-// exit status 1: <output>") wrapped the Go shim's way (runtime_error.h). All errors are
+// exit status 1: <output>") wrapped the Go shim's way (shim/oci/cli_error.h). All errors are
 // code Unknown except the kill mapping (NotFound).
 #pragma once
 
@@ -23,44 +23,46 @@
 #include <string_view>
 #include <vector>
 
-#include "shim-runc/runc/runc_command.h"
-#include "shim-runc/runc/runc_process.h"
+#include "shim/oci/cli_command.h"
+#include "shim/oci/cli_process.h"
 #include "shim/process/reaper.h"
 #include "shim/process/spawner.h"
 #include "shim/status.h"
 
-namespace runc_shim {
+namespace shim::oci {
 
-struct RuncClientOptions {
+// Limits of every command a CliClient runs.
+struct CliClientOptions {
   // Each command is SIGKILLed after this (the Go shim bounds calls by the RPC context).
   std::optional<std::chrono::milliseconds> timeout;
   std::size_t max_output = 1024 * 1024;  // captured bytes per stream
 };
 
 // `runc state` output (the fields the shim uses) and the raw JSON.
-struct RuncState {
-  std::string id;
-  int pid = 0;
+struct CliState {
+  std::string id;      // the container id
+  int pid = 0;         // its init's pid (0 once stopped)
   std::string status;  // created, running, paused, stopped
-  std::string bundle;
-  std::string rootfs;
-  std::string json;
+  std::string bundle;  // its bundle dir
+  std::string rootfs;  // its root filesystem
+  std::string json;    // the whole `state` output
 };
 
 // `runc --version`, parsed like go-runc (empty fields when the first line is not
 // "runc version ...", e.g. for crun).
-struct RuncVersion {
-  std::string runc;
-  std::string commit;
-  std::string spec;
+struct CliVersion {
+  std::string runc;    // "1.1.5"
+  std::string commit;  // the "commit: " line's value
+  std::string spec;    // the "spec: " line's value (OCI runtime-spec version)
 };
 
-class RuncClient {
+class CliClient {
  public:
-  RuncClient(shim::Reaper& reaper, shim::Spawner& spawner, RuncConfig config,
-             RuncClientOptions options = {});
+  // Runs the CLI `config` names through `reaper` and `spawner` (both outlive it).
+  CliClient(shim::Reaper& reaper, shim::Spawner& spawner, CliConfig config, CliClientOptions options = {});
 
-  const RuncCommandLine& command_line() const { return command_line_; }
+  // The command lines it runs (pid file paths, state root, log.json).
+  const CliCommandLine& command_line() const { return command_line_; }
 
   // create --bundle B --pid-file B/init.pid ... ID. "OCI runtime create failed: ..."
   shim::Status create(std::string_view id, const CreateArgs& args, const std::optional<Stdio>& io);
@@ -86,7 +88,7 @@ class RuncClient {
   // update --resources=- ID with the LinuxResources JSON on stdin. go-runc's error text.
   shim::Status update(std::string_view id, std::string_view resources_json);
   // state ID. go-runc's error text.
-  shim::Status state(std::string_view id, RuncState* state);
+  shim::Status state(std::string_view id, CliState* state);
   // checkpoint ... ID. An empty work_path means <bundle>/work/criu-work, removed after.
   // On failure CRIU's dump.log is copied to <bundle>/criu-dump.log and the error is the
   // first line of runc's error plus " path= <bundle>/criu-dump.log".
@@ -94,7 +96,7 @@ class RuncClient {
   // restore ... --detach --pid-file B/init.pid ... -no-subreaper --bundle B ID. Never
   // captures output. "OCI runtime restore failed: ..."
   shim::Status restore(std::string_view id, const RestoreArgs& args, const std::optional<Stdio>& io);
-  shim::Status version(RuncVersion* version);
+  shim::Status version(CliVersion* version);
 
   // Runs any argv (argv[0] the binary) with this client's reaper, spawner and limits.
   CommandResult run(std::vector<std::string> argv, OutputCapture capture, Stdio stdio = {},
@@ -112,17 +114,17 @@ class RuncClient {
 
   shim::Reaper& reaper_;
   shim::Spawner& spawner_;
-  RuncCommandLine command_line_;
-  RuncClientOptions options_;
+  CliCommandLine command_line_;
+  CliClientOptions options_;
 };
 
 // What the 2.x Go shim runs for -info: `<binary> features` (binary looked up on PATH,
 // no global flags), stdout returned as is (the features JSON). Error:
 //   failed to execute [<path> features]: exit status 1 (stderr: "<stderr>")
-shim::Status runc_features(shim::Reaper& reaper, shim::Spawner& spawner,
+shim::Status cli_features(shim::Reaper& reaper, shim::Spawner& spawner,
                            std::string_view binary_name, std::string* features_json);
 
 // go-runc's parseVersion of `runc --version` output.
-RuncVersion parse_runc_version(std::string_view output);
+CliVersion parse_cli_version(std::string_view output);
 
-}  // namespace runc_shim
+}  // namespace shim::oci
