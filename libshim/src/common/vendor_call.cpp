@@ -6,7 +6,8 @@
 
 namespace shim {
 
-Status vendor_exception_status(std::string_view method, Logger* logger, std::string_view id) noexcept {
+Status vendor_exception_status(std::string_view method, Logger* logger,
+                               std::string_view id) noexcept {
   Status status;
   try {
     try {

@@ -10,6 +10,7 @@ namespace shim::detail {
 ActionSetting::ActionSetting(std::string_view action, ShimIdentity identity)
     : logger_(std::make_shared<FdLogSink>(STDERR_FILENO), clock_,
               identity.debug ? LogLevel::kDebug : LogLevel::kInfo),
-      context_{action, std::move(identity), logger_, clock_, environment_.reaper(), environment_.spawner()} {}
+      context_{action, std::move(identity),   logger_,
+               clock_, environment_.reaper(), environment_.spawner()} {}
 
 }  // namespace shim::detail

@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "shim/status.h"
 #include "unit/task/scripted_tier.h"
@@ -38,8 +38,9 @@ void check_thrown(const shim::test::CallResult& result, const std::string& metho
 
 }  // namespace
 
-TEST_CASE("plug-in exceptions: a throwing Runtime::open fails Create, and the id can be created again",
-          "[tier][plugin-exception]") {
+TEST_CASE(
+    "plug-in exceptions: a throwing Runtime::open fails Create, and the id can be created again",
+    "[tier][plugin-exception]") {
   Tier tier;
   tier.script.throws = {"open"};
   auto refused = tier.create("c1", kPrivatePidSpec);
@@ -84,8 +85,9 @@ TEST_CASE("plug-in exceptions: a throwing start leaves the task created, and Sta
 }
 
 // The issue's case: a PAUSING task stayed PAUSING for good and kill hung behind it.
-TEST_CASE("plug-in exceptions: a throwing pause leaves the task running, and kill and delete follow",
-          "[tier][plugin-exception]") {
+TEST_CASE(
+    "plug-in exceptions: a throwing pause leaves the task running, and kill and delete follow",
+    "[tier][plugin-exception]") {
   Tier tier;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
   REQUIRE(tier.start("c1").status.ok());
@@ -95,7 +97,8 @@ TEST_CASE("plug-in exceptions: a throwing pause leaves the task running, and kil
   REQUIRE(tier.kill("c1", 9).status.ok());
   CHECK(tier.script.wait_for_call("kill 9"));
   tier.reaper.exit(4002, 137);
-  for (int i = 0; i < 200 && !tier.published("/tasks/exit"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && !tier.published("/tasks/exit"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(tier.remove("c1").status.ok());
   REQUIRE(tier.shutdown().status.ok());
   CHECK(tier.shutdown_control.requests == 1);
@@ -183,13 +186,15 @@ TEST_CASE("plug-in exceptions: a throwing delete_exec is logged; the Delete succ
   CHECK(logged(tier, "Instance::delete_exec"));
 }
 
-TEST_CASE("plug-in exceptions: a throwing remove fails Delete; a retry deletes and the shim can end",
-          "[tier][plugin-exception]") {
+TEST_CASE(
+    "plug-in exceptions: a throwing remove fails Delete; a retry deletes and the shim can end",
+    "[tier][plugin-exception]") {
   Tier tier;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
   REQUIRE(tier.start("c1").status.ok());
   tier.reaper.exit(4002, 0);
-  for (int i = 0; i < 200 && !tier.published("/tasks/exit"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && !tier.published("/tasks/exit"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   tier.script.throws = {"remove"};
   check_thrown(tier.remove("c1"), "remove");
   CHECK(tier.state("c1") == types::STOPPED);

@@ -47,14 +47,16 @@ bool mounted(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("RuntimeManager::stop: cleanup's pid, killed by SIGKILL, the rootfs unmounted", "[runtime-manager]") {
+TEST_CASE("RuntimeManager::stop: cleanup's pid, killed by SIGKILL, the rootfs unmounted",
+          "[runtime-manager]") {
   const Cleanup cleanup = GENERATE(Cleanup::kOk, Cleanup::kFails, Cleanup::kThrows);
   shim::test::TempDir bundle("bundle-");
   const std::string rootfs = bundle.sub("rootfs");
   std::filesystem::create_directories(rootfs);
   REQUIRE(::mount("tmpfs", rootfs.c_str(), "tmpfs", 0, nullptr) == 0);
   REQUIRE(mounted(rootfs));
-  shim::test::TestActionContext action(shim::ShimIdentity{.ns = "ns", .id = "c1", .bundle = bundle.path()});
+  shim::test::TestActionContext action(
+      shim::ShimIdentity{.ns = "ns", .id = "c1", .bundle = bundle.path()});
   TestManager manager(cleanup);
   shim::task::DeleteResponse response;
   shim::Status status = manager.stop(action.get(), &response);
@@ -73,7 +75,8 @@ TEST_CASE("RuntimeManager::stop: cleanup's pid, killed by SIGKILL, the rootfs un
   }
   if (cleanup != Cleanup::kOk) {
     bool logged = false;
-    for (const auto& line : action.lines()) logged = logged || line.find("runtime clean-up failed") != std::string::npos;
+    for (const auto& line : action.lines())
+      logged = logged || line.find("runtime clean-up failed") != std::string::npos;
     CHECK(logged);
   }
 }

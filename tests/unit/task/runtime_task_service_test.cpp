@@ -21,14 +21,15 @@ namespace {
 using namespace std::chrono_literals;
 namespace task = containerd::task::v2;
 
-using shim::test::Tier;
 using shim::test::kPrivatePidSpec;
 using shim::test::kSharedPidSpec;
+using shim::test::Tier;
 
 }  // namespace
 
-TEST_CASE("tier: the rest of a container without its own pid namespace is killed before its TaskExit",
-          "[tier]") {
+TEST_CASE(
+    "tier: the rest of a container without its own pid namespace is killed before its TaskExit",
+    "[tier]") {
   Tier tier;
   REQUIRE(tier.create("c1", kSharedPidSpec).status.ok());
   REQUIRE(tier.start("c1").status.ok());
@@ -96,7 +97,8 @@ TEST_CASE("tier: a TaskExit waits for the client to read the process's last outp
   const auto held = std::chrono::steady_clock::now() - exited;
   REQUIRE(tier.published("/tasks/exit"));
   if (reads) {
-    CHECK(std::string(buffer, static_cast<std::size_t>(std::max<ssize_t>(got, 0))) == "last words\n");
+    CHECK(std::string(buffer, static_cast<std::size_t>(std::max<ssize_t>(got, 0))) ==
+          "last words\n");
   } else {
     CHECK(held >= 95ms);  // nobody read: held for the stall time, then published
     CHECK(::read(client.get(), buffer, sizeof buffer) == 11);  // nothing taken from the client
@@ -149,7 +151,8 @@ TEST_CASE("tier: Go's state machine texts come before any runtime call", "[tier]
   REQUIRE(tier.create("c3", kPrivatePidSpec).status.ok());
   task::PauseRequest pause;
   pause.set_id("c3");
-  CHECK(tier.call<shim::pb::Empty>("Pause", pause).status.message() == "cannot pause task in created state");
+  CHECK(tier.call<shim::pb::Empty>("Pause", pause).status.message() ==
+        "cannot pause task in created state");
   REQUIRE(tier.start("c3").status.ok());
   CHECK(tier.start("c3").status.message() == "cannot start a running process");
   // The scripted runtime has no pause: containerd hears Unimplemented.
@@ -157,7 +160,8 @@ TEST_CASE("tier: Go's state machine texts come before any runtime call", "[tier]
   task::StatsRequest stats;
   stats.set_id("c3");
   // No cgroup was found for the made-up pid: Go's NotFound.
-  CHECK(tier.call<task::StatsResponse>("Stats", stats).status.message() == "cgroup does not exist: not found");
+  CHECK(tier.call<task::StatsResponse>("Stats", stats).status.message() ==
+        "cgroup does not exist: not found");
 }
 
 TEST_CASE("tier: kill of an Instance without kill() falls back to the init's pidfd", "[tier]") {
@@ -168,5 +172,6 @@ TEST_CASE("tier: kill of an Instance without kill() falls back to the init's pid
   kill.set_id("c4");
   kill.set_signal(15);
   // Pid 4002 was made up: no pidfd could be opened, so the init counts as gone.
-  CHECK(tier.call<shim::pb::Empty>("Kill", kill).status.message() == "process already finished: not found");
+  CHECK(tier.call<shim::pb::Empty>("Kill", kill).status.message() ==
+        "process already finished: not found");
 }

@@ -42,7 +42,8 @@ void Script::record(std::string call) {
 
 bool Script::wait_for_call(const std::string& call) {
   std::unique_lock lock(mu);
-  return cv.wait_for(lock, 5s, [&] { return std::find(calls.begin(), calls.end(), call) != calls.end(); });
+  return cv.wait_for(lock, 5s,
+                     [&] { return std::find(calls.begin(), calls.end(), call) != calls.end(); });
 }
 
 void Script::release_kill() {
@@ -80,7 +81,8 @@ Status ScriptedInstance::create(const ProcessStdio& stdio, std::uint32_t* pid) {
   *pid = pid_;
   // On a pool thread, so no Catch2 assertion here: the test checks what arrives.
   if (!script_.output.empty() && stdio.stdout >= 0) {
-    [[maybe_unused]] ssize_t n = ::write(stdio.stdout, script_.output.data(), script_.output.size());
+    [[maybe_unused]] ssize_t n =
+        ::write(stdio.stdout, script_.output.data(), script_.output.size());
   }
   script_.record("create");
   return {};
@@ -158,15 +160,16 @@ Status ScriptedInstance::pids(std::vector<std::uint32_t>* pids) {
 Status ScriptedRuntime::open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) {
   script_.maybe_throw("open");
   if (config.id == "refused") return invalid_argument("refused by the runtime");
-  *instance = std::make_unique<ScriptedInstance>(script_, 4000 + static_cast<std::uint32_t>(config.id.size()));
+  *instance = std::make_unique<ScriptedInstance>(
+      script_, 4000 + static_cast<std::uint32_t>(config.id.size()));
   return {};
 }
 
 Tier::Tier(std::unique_ptr<Runtime> runtime) {
   if (runtime == nullptr) runtime = std::make_unique<ScriptedRuntime>(script);
-  context = std::make_unique<ServiceContext>(ServiceContext{io.executor(), reaper, publisher, clock, spawner, pool,
-                                                            logger, shutdown_control,
-                                                            ShimIdentity{"ns", "t", dir.path(), "", "", false}});
+  context = std::make_unique<ServiceContext>(
+      ServiceContext{io.executor(), reaper, publisher, clock, spawner, pool, logger,
+                     shutdown_control, ShimIdentity{"ns", "t", dir.path(), "", "", false}});
   service = std::make_unique<RuntimeTaskService>(*context, std::move(runtime));
   ttrpc::Router router;
   register_task_service(router, *service);
@@ -189,7 +192,8 @@ std::string Tier::bundle(const std::string& id, const std::string& spec) {
   return path;
 }
 
-CallResult Tier::create(const std::string& id, const std::string& spec, const std::string& stdout_path) {
+CallResult Tier::create(const std::string& id, const std::string& spec,
+                        const std::string& stdout_path) {
   task::CreateTaskRequest request;
   request.set_id(id);
   request.set_bundle(bundle(id, spec));

@@ -116,15 +116,18 @@ struct Tier {
   template <class Response, class Request>
   CallResult call(const std::string& method, const Request& request, Response* response = nullptr) {
     auto result = client->call("containerd.task.v2.Task", method, request.SerializeAsString());
-    if (response != nullptr && result.status.ok()) REQUIRE(response->ParseFromString(result.payload));
+    if (response != nullptr && result.status.ok())
+      REQUIRE(response->ParseFromString(result.payload));
     return result;
   }
-  CallResult create(const std::string& id, const std::string& spec, const std::string& stdout_path = "");
+  CallResult create(const std::string& id, const std::string& spec,
+                    const std::string& stdout_path = "");
   CallResult start(const std::string& id, const std::string& exec_id = "");
   // Empty-answered calls by id (and exec id).
   CallResult pause(const std::string& id);
   CallResult resume(const std::string& id);
-  CallResult kill(const std::string& id, int signal, bool all = false, const std::string& exec_id = "");
+  CallResult kill(const std::string& id, int signal, bool all = false,
+                  const std::string& exec_id = "");
   CallResult remove(const std::string& id, const std::string& exec_id = "");
   CallResult exec(const std::string& id, const std::string& exec_id);
   // Shutdown, then a Connect round trip: the Shutdown handler has finished by its answer
