@@ -1,5 +1,5 @@
 # Debian packages through CPack, one per install component (cmake/LibshimInstall.cmake):
-#   libshim0              the shared library (section libs)
+#   libshim<N>            the shared library libshim.so.<N> (section libs), N = SOVERSION
 #   libshim-dev           headers, libshim.a, libshim.so, the CMake package, libshim.pc
 #   libshim-runc-shim     /usr/libexec/libshim/containerd-shim-runc-v2: off containerd's
 #                         PATH, so Debian's containerd package (which owns
@@ -14,7 +14,7 @@
 set(LIBSHIM_DEB_MAINTAINER "libshim maintainers <maintainers@users.noreply.a-seed-9eba2b2e.example>"
     CACHE STRING "Maintainer field of the Debian packages")
 
-set(libshim_deb_packages runtime:libshim0 dev:libshim-dev runc_shim:libshim-runc-shim
+set(libshim_deb_packages runtime:libshim${LIBSHIM_SOVERSION} dev:libshim-dev runc_shim:libshim-runc-shim
                          example_shim:libshim-example-shim)
 
 # --- CHANGELOG.md -> Debian changelog ----------------------------------------------------
@@ -92,9 +92,9 @@ if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
 endif()
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-# shlibs (libshim 0 libshim0 (>= 0.2.0)) for the packages that link libshim.so.0, and an
+# shlibs (libshim 1 libshim1 (>= 0.3.0)) for the packages that link libshim.so.1, and an
 # ldconfig trigger. CPack writes postinst/postrm scripts calling ldconfig instead; the
-# post-build step (cmake/LibshimDebFixup.cmake) takes them out of libshim0 again.
+# post-build step (cmake/LibshimDebFixup.cmake) takes them out of libshim<N> again.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 file(WRITE ${libshim_deb_doc}/triggers "activate-noawait ldconfig\n")
@@ -112,7 +112,7 @@ This package contains the shared library.")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # The protobuf minor version the installed generated headers were made with (they refuse
 # another), and the Boost whose types are in libshim's ABI (cmake/LibshimInstall.cmake).
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libshim0 (= ${PROJECT_VERSION}), \
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libshim${LIBSHIM_SOVERSION} (= ${PROJECT_VERSION}), \
 libprotobuf-dev (>= ${LIBSHIM_PROTOBUF_MINOR}), libprotobuf-dev (<< ${LIBSHIM_PROTOBUF_NEXT_MINOR}~), \
 libboost${LIBSHIM_BOOST_MINOR}-dev, libboost-json${LIBSHIM_BOOST_MINOR}-dev, libfmt-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "C++20 library for containerd runtime shims (development files)

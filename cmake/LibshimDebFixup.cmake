@@ -1,7 +1,7 @@
 # CPack post-build step for the Debian packages (cmake/LibshimDeb.cmake): CPack gives the
-# package holding libshim.so.0 postinst/postrm scripts that call ldconfig; Debian wants
+# package holding libshim.so.N postinst/postrm scripts that call ldconfig; Debian wants
 # the ldconfig trigger instead (lintian: maintscript-calls-ldconfig), which the package
-# already has. Rebuild libshim0 without the two scripts; everything else stays as CPack
+# already has. Rebuild libshim<N> without the two scripts; everything else stays as CPack
 # made it (files, md5sums, control, triggers, shlibs).
 foreach(deb ${CPACK_PACKAGE_FILES})
   get_filename_component(name ${deb} NAME)

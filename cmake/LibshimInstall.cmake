@@ -1,7 +1,9 @@
 # cmake --install: what a vendor gets (README "How a vendor adds libshim"):
 #   include/shim/...                 the public headers, the generated shim/pb/*.pb.h they
 #                                    include and the .proto files those came from
-#   lib/libshim.a, lib/libshim.so*   static archive and shared library (SONAME libshim.so.0)
+#   lib/libshim.a, lib/libshim.so*   static archive and shared library (SONAME libshim.so.N)
+#   lib/libshim_fmt.a                fmt's compiled part, for fully static vendor shims
+#                                    (Debian ships no libfmt.a)
 #   lib/cmake/libshim/               libshimConfig.cmake, version file, exported targets
 #   lib/pkgconfig/libshim.pc
 #   libexec/libshim/                 containerd-shim-runc-v2, containerd-shim-example-v1
@@ -10,7 +12,7 @@
 # find the prefix from where they are), so an installed tree can be moved.
 #
 # Components, one per Debian package (cmake/LibshimDeb.cmake):
-#   runtime       libshim0               the shared library
+#   runtime       libshim<N>             the shared library (N: LIBSHIM_SOVERSION)
 #   dev           libshim-dev            headers, libshim.a, libshim.so, CMake package, .pc
 #   runc_shim     libshim-runc-shim      our containerd-shim-runc-v2
 #   example_shim  libshim-example-shim   containerd-shim-example-v1
@@ -36,7 +38,7 @@ foreach(proto ${libshim_pb_protos})
 endforeach()
 
 # --- libraries and the CMake package ----------------------------------------------------
-install(TARGETS shim EXPORT libshimTargets
+install(TARGETS shim libshim_fmt EXPORT libshimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 install(TARGETS shim_shared EXPORT libshimTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
@@ -65,6 +67,14 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/libshim.pc.in ${PROJECT_BINARY_DIR}/l
 install(FILES ${PROJECT_BINARY_DIR}/libshim.pc DESTINATION ${libshim_pc_dir} COMPONENT dev)
 
 # --- the shims ---------------------------------------------------------------------------
+# Built dynamic (LIBSHIM_STATIC_SHIMS=OFF), the installed shims find libshim.so in the
+# prefix they were installed to: containerd starts shims with its own environment.
+file(RELATIVE_PATH libshim_shim_to_lib /${LIBSHIM_SHIM_DIR} /${CMAKE_INSTALL_LIBDIR})
+foreach(shim containerd-shim-runc-v2 containerd-shim-example-v1)
+  if(TARGET ${shim} AND NOT LIBSHIM_STATIC_LINK)
+    set_target_properties(${shim} PROPERTIES INSTALL_RPATH "$ORIGIN/${libshim_shim_to_lib}")
+  endif()
+endforeach()
 if(TARGET containerd-shim-runc-v2)
   install(TARGETS containerd-shim-runc-v2 RUNTIME DESTINATION ${LIBSHIM_SHIM_DIR} COMPONENT runc_shim)
   # How to point containerd at it, with the config files that doc shows.

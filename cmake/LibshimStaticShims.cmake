@@ -36,19 +36,22 @@ foreach(var Protobuf_LITE_LIBRARY_RELEASE Protobuf_LITE_LIBRARY_DEBUG)
 endforeach()
 
 # The fmt library target that libshim links: our static build of fmt's compiled part, or
-# Debian's shared libfmt. Call after find_package(fmt).
+# Debian's shared libfmt. Call after find_package(fmt). The static part is built either
+# way: it is installed (libshim_fmt.a, libshim::fmt_static) so that a vendor can link a
+# fully static shim from the installed package alone (cmake/libshimConfig.cmake.in).
 function(libshim_fmt_library out_var)
-  if(NOT LIBSHIM_STATIC_LINK)
-    set(${out_var} fmt::fmt PARENT_SCOPE)
-    return()
-  endif()
   if(NOT TARGET libshim_fmt)
     add_library(libshim_fmt STATIC ${PROJECT_SOURCE_DIR}/cmake/fmt_static.cpp)
     target_include_directories(libshim_fmt SYSTEM PUBLIC
-      $<TARGET_PROPERTY:fmt::fmt,INTERFACE_INCLUDE_DIRECTORIES>)
-    set_target_properties(libshim_fmt PROPERTIES POSITION_INDEPENDENT_CODE ON)
+      $<BUILD_INTERFACE:$<TARGET_PROPERTY:fmt::fmt,INTERFACE_INCLUDE_DIRECTORIES>>)
+    set_target_properties(libshim_fmt PROPERTIES POSITION_INDEPENDENT_CODE ON OUTPUT_NAME shim_fmt
+                                                 EXPORT_NAME fmt_static)
   endif()
-  set(${out_var} libshim_fmt PARENT_SCOPE)
+  if(LIBSHIM_STATIC_LINK)
+    set(${out_var} libshim_fmt PARENT_SCOPE)
+  else()
+    set(${out_var} fmt::fmt PARENT_SCOPE)
+  endif()
 endfunction()
 
 # Makes `target` (a shim executable) static and non-PIE when LIBSHIM_STATIC_LINK is on.

@@ -11,14 +11,14 @@
 #include <system_error>
 #include <utility>
 
+#include <fmt/format.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-#include <fmt/format.h>
 
 #include "gocompat/go_compat.h"
-#include "shim/oci/cli_error.h"
 #include "shim/fs.h"
 #include "shim/logger.h"
+#include "shim/oci/cli_error.h"
 
 namespace shim::oci {
 
@@ -73,7 +73,8 @@ std::string first_line(std::string_view text) {
 void copy_file(const std::string& from, const std::string& to) {
   std::string content;
   // A diagnostic copy: the checkpoint's own error is reported either way.
-  if (shim::go_read_file(from, &content).ok()) shim::go_write_file(to, content, 0666).ignore_error();
+  if (shim::go_read_file(from, &content).ok())
+    shim::go_write_file(to, content, 0666).ignore_error();
 }
 
 shim::Status json_error(std::string_view what, const boost::system::error_code& ec) {
@@ -83,14 +84,11 @@ shim::Status json_error(std::string_view what, const boost::system::error_code& 
 }  // namespace
 
 CliClient::CliClient(shim::Reaper& reaper, shim::Spawner& spawner, CliConfig config,
-                       CliClientOptions options)
-    : reaper_(reaper),
-      spawner_(spawner),
-      command_line_(std::move(config)),
-      options_(options) {}
+                     CliClientOptions options)
+    : reaper_(reaper), spawner_(spawner), command_line_(std::move(config)), options_(options) {}
 
 CommandResult CliClient::run(std::vector<std::string> argv, OutputCapture capture, Stdio stdio,
-                              std::string input) {
+                             std::string input) {
   CommandRequest request{.argv = std::move(argv),
                          .capture = capture,
                          .stdio = stdio,
@@ -116,13 +114,13 @@ std::string CliClient::run_with_io(std::vector<std::string> argv, const std::opt
 }
 
 shim::Status CliClient::runtime_failure(std::string_view action,
-                                         const std::string& runc_error) const {
+                                        const std::string& runc_error) const {
   if (runc_error.empty()) return {};
   return runtime_error(command_line_.log_path(), action, runc_error);
 }
 
 shim::Status CliClient::create(std::string_view id, const CreateArgs& args,
-                                const std::optional<Stdio>& io) {
+                               const std::optional<Stdio>& io) {
   return runtime_failure(kCreateFailed, run_with_io(command_line_.create(id, args), io));
 }
 
@@ -131,8 +129,8 @@ shim::Status CliClient::start(std::string_view id) {
 }
 
 shim::Status CliClient::exec(std::string_view id, std::string_view exec_id,
-                              std::string_view process_json, std::string_view console_socket,
-                              const std::optional<Stdio>& io) {
+                             std::string_view process_json, std::string_view console_socket,
+                             const std::optional<Stdio>& io) {
   ProcessFile file;
   if (std::string error = file.write(process_json); !error.empty())
     return runtime_failure(kExecFailed, error);
@@ -219,7 +217,8 @@ shim::Status CliClient::state(std::string_view id, CliState* state) {
 shim::Status CliClient::checkpoint(std::string_view id, CheckpointArgs args) {
   const std::string& bundle = command_line_.config().bundle;
   bool own_work_dir = args.work_path.empty();
-  if (own_work_dir) args.work_path = shim::go_join_path(shim::go_join_path(bundle, "work"), "criu-work");
+  if (own_work_dir)
+    args.work_path = shim::go_join_path(shim::go_join_path(bundle, "work"), "criu-work");
   std::string error = run_or_error(command_line_.checkpoint(id, args));
   if (!error.empty()) {
     std::string dump_log = shim::go_join_path(bundle, "criu-dump.log");
@@ -235,9 +234,10 @@ shim::Status CliClient::checkpoint(std::string_view id, CheckpointArgs args) {
 }
 
 shim::Status CliClient::restore(std::string_view id, const RestoreArgs& args,
-                                 const std::optional<Stdio>& io) {
+                                const std::optional<Stdio>& io) {
   // go-runc's Restore never captures: without IO the runtime's stdio is /dev/null.
-  CommandResult result = run(command_line_.restore(id, args), OutputCapture::kNone, io.value_or(Stdio{}));
+  CommandResult result =
+      run(command_line_.restore(id, args), OutputCapture::kNone, io.value_or(Stdio{}));
   return runtime_failure(kRestoreFailed, result.error);
 }
 
@@ -245,6 +245,23 @@ shim::Status CliClient::version(CliVersion* version) {
   CommandResult result = run(command_line_.version(), OutputCapture::kStdout);
   if (!result.ok()) return shim::unknown(result.error);
   *version = parse_cli_version(result.output);
+  return {};
+}
+
+shim::Status CliClient::init_pid(std::uint32_t* pid) const {
+  return read_pid_file(command_line_.init_pid_file(), pid);
+}
+
+shim::Status CliClient::exec_pid(std::string_view exec_id, std::uint32_t* pid) const {
+  return read_pid_file(command_line_.exec_pid_file(exec_id), pid);
+}
+
+shim::Status read_pid_file(const std::string& path, std::uint32_t* pid) {
+  std::string text;
+  if (shim::Status s = shim::read_file(path, &text); !s.ok()) return s;
+  long value = std::strtol(text.c_str(), nullptr, 10);
+  if (value <= 0) return shim::unknown(fmt::format("invalid pid {:?} in {}", text, path));
+  *pid = static_cast<std::uint32_t>(value);
   return {};
 }
 
@@ -264,12 +281,14 @@ CliVersion parse_cli_version(std::string_view output) {
 }
 
 shim::Status cli_features(shim::Reaper& reaper, shim::Spawner& spawner,
-                           std::string_view binary_name, std::string* features_json) {
+                          std::string_view binary_name, std::string* features_json) {
   features_json->clear();
-  std::string name = binary_name.empty() ? std::string(kDefaultCliBinary) : std::string(binary_name);
+  std::string name =
+      binary_name.empty() ? std::string(kDefaultCliBinary) : std::string(binary_name);
   std::string path;
   if (shim::Status s = shim::go_look_path(name, &path); !s.ok()) {
-    return shim::unknown(fmt::format("failed to look up the path of \"{}\": {}", name, s.message()));
+    return shim::unknown(
+        fmt::format("failed to look up the path of \"{}\": {}", name, s.message()));
   }
   CommandRequest request{.argv = cli_features_command(path), .capture = OutputCapture::kSeparate};
   CommandResult result = run_cli_command(reaper, spawner, request);

@@ -18,15 +18,6 @@ std::optional<Stdio> runc_stdio(const shim::ProcessStdio& stdio) {
   return Stdio{stdio.stdin, stdio.stdout, stdio.stderr};
 }
 
-shim::Status read_pid_file(const std::string& path, std::uint32_t* pid) {
-  std::string text;
-  if (shim::Status s = shim::read_file(path, &text); !s.ok()) return s;
-  long value = std::strtol(text.c_str(), nullptr, 10);
-  if (value <= 0) return shim::unknown(fmt::format("invalid pid {:?} in {}", text, path));
-  *pid = static_cast<std::uint32_t>(value);
-  return {};
-}
-
 }  // namespace
 
 CliInstance::CliInstance(const shim::ContainerConfig& config, RuncOptions options, CliClient runc)
@@ -39,7 +30,8 @@ shim::StdioOwner CliInstance::stdio_owner() const {
 shim::Status CliInstance::create(const shim::ProcessStdio& stdio, std::uint32_t* pid) {
   if (!config_.checkpoint.empty()) {
     // Go's "created checkpoint" state: runc restore runs at Start with these pipes.
-    restore_ = restore_args(config_.bundle, options_, config_.checkpoint, config_.parent_checkpoint);
+    restore_ =
+        restore_args(config_.bundle, options_, config_.checkpoint, config_.parent_checkpoint);
     restore_stdio_ = stdio;
     return {};
   }
@@ -47,7 +39,7 @@ shim::Status CliInstance::create(const shim::ProcessStdio& stdio, std::uint32_t*
                   .no_pivot = options_.no_pivot_root(),
                   .no_new_keyring = options_.no_new_keyring()};
   if (shim::Status s = runc_.create(config_.id, args, runc_stdio(stdio)); !s.ok()) return s;
-  return read_pid_file(runc_.command_line().init_pid_file(), pid);
+  return runc_.init_pid(pid);
 }
 
 shim::Status CliInstance::start(std::uint32_t* pid) {
@@ -60,9 +52,11 @@ shim::Status CliInstance::start(std::uint32_t* pid) {
 shim::Status CliInstance::restore(std::uint32_t* pid) {
   RestoreArgs args = *restore_;
   args.console_socket = restore_stdio_.console_socket;
-  if (shim::Status s = runc_.restore(config_.id, args, runc_stdio(restore_stdio_)); !s.ok()) return s;
-  if (shim::Status s = read_pid_file(runc_.command_line().init_pid_file(), pid); !s.ok()) {
-    return shim::unknown(fmt::format("failed to retrieve OCI runtime container pid: {}", s.message()));
+  if (shim::Status s = runc_.restore(config_.id, args, runc_stdio(restore_stdio_)); !s.ok())
+    return s;
+  if (shim::Status s = runc_.init_pid(pid); !s.ok()) {
+    return shim::unknown(
+        fmt::format("failed to retrieve OCI runtime container pid: {}", s.message()));
   }
   restore_.reset();
   return {};
@@ -72,7 +66,7 @@ shim::Status CliInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid)
   shim::Status status = runc_.exec(config_.id, exec.exec_id, exec.spec, exec.stdio.console_socket,
                                    runc_stdio(exec.stdio));
   if (!status.ok()) return status;
-  return read_pid_file(runc_.command_line().exec_pid_file(exec.exec_id), pid);
+  return runc_.exec_pid(exec.exec_id, pid);
 }
 
 shim::Status CliInstance::delete_exec(const std::string& exec_id) {
@@ -108,7 +102,8 @@ shim::Status CliInstance::pids(std::vector<std::uint32_t>* pids) {
   return {};
 }
 
-shim::Status CliRuntime::open(const shim::ContainerConfig& config, std::unique_ptr<shim::Instance>* instance) {
+shim::Status CliRuntime::open(const shim::ContainerConfig& config,
+                              std::unique_ptr<shim::Instance>* instance) {
   DecodedOptions decoded;
   if (config.options && !config.options->type_url().empty()) {
     if (shim::Status s = decode_runc_options(*config.options, &decoded); !s.ok()) return s;
@@ -118,10 +113,11 @@ shim::Status CliRuntime::open(const shim::ContainerConfig& config, std::unique_p
   if (shim::Status s = write_options(config.bundle, options); !s.ok()) return s;
   if (shim::Status s = write_runtime(config.bundle, options.binary_name()); !s.ok()) return s;
   std::string binary = options.binary_name().empty() ? default_binary_ : options.binary_name();
-  CliConfig runc{binary, runc_root(options), context_.identity.ns, config.bundle, options.systemd_cgroup()};
+  CliConfig runc{binary, runc_root(options), context_.identity.ns, config.bundle,
+                 options.systemd_cgroup()};
   runc.criu = options.criu_path();
-  *instance = std::make_unique<CliInstance>(config, options,
-                                             CliClient(context_.reaper, context_.spawner, std::move(runc)));
+  *instance = std::make_unique<CliInstance>(
+      config, options, CliClient(context_.reaper, context_.spawner, std::move(runc)));
   return {};
 }
 

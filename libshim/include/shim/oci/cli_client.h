@@ -59,7 +59,8 @@ struct CliVersion {
 class CliClient {
  public:
   // Runs the CLI `config` names through `reaper` and `spawner` (both outlive it).
-  CliClient(shim::Reaper& reaper, shim::Spawner& spawner, CliConfig config, CliClientOptions options = {});
+  CliClient(shim::Reaper& reaper, shim::Spawner& spawner, CliConfig config,
+            CliClientOptions options = {});
 
   // The command lines it runs (pid file paths, state root, log.json).
   const CliCommandLine& command_line() const { return command_line_; }
@@ -95,8 +96,14 @@ class CliClient {
   shim::Status checkpoint(std::string_view id, CheckpointArgs args);
   // restore ... --detach --pid-file B/init.pid ... -no-subreaper --bundle B ID. Never
   // captures output. "OCI runtime restore failed: ..."
-  shim::Status restore(std::string_view id, const RestoreArgs& args, const std::optional<Stdio>& io);
+  shim::Status restore(std::string_view id, const RestoreArgs& args,
+                       const std::optional<Stdio>& io);
   shim::Status version(CliVersion* version);
+
+  // The pid the runtime wrote for the init (after create or restore) or for exec
+  // `exec_id` (after exec), from command_line()'s pid files.
+  shim::Status init_pid(std::uint32_t* pid) const;
+  shim::Status exec_pid(std::string_view exec_id, std::uint32_t* pid) const;
 
   // Runs any argv (argv[0] the binary) with this client's reaper, spawner and limits.
   CommandResult run(std::vector<std::string> argv, OutputCapture capture, Stdio stdio = {},
@@ -122,7 +129,11 @@ class CliClient {
 // no global flags), stdout returned as is (the features JSON). Error:
 //   failed to execute [<path> features]: exit status 1 (stderr: "<stderr>")
 shim::Status cli_features(shim::Reaper& reaper, shim::Spawner& spawner,
-                           std::string_view binary_name, std::string* features_json);
+                          std::string_view binary_name, std::string* features_json);
+
+// A pid file as runc writes it (decimal, maybe a newline). Unknown "invalid pid ..." when it
+// holds no positive number; the read error when it cannot be read.
+shim::Status read_pid_file(const std::string& path, std::uint32_t* pid);
 
 // go-runc's parseVersion of `runc --version` output.
 CliVersion parse_cli_version(std::string_view output);
