@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cri_env.h"
 #include "cri_host.h"
@@ -57,8 +57,9 @@ OomTally oom_loop(CriEnv& env, Side side, int count, const OomPhase& phase) {
     // removal, watcher close). Immediate, it can come before (see the test case).
     v1::ContainerConfig config = container_config(
         fmt::format("hog-{}", i),
-        phase.immediate ? std::vector<std::string>{"/bin/helper", "hog"}
-                        : std::vector<std::string>{"/bin/sh", "-c", "sleep 0.2; exec /bin/helper hog"});
+        phase.immediate
+            ? std::vector<std::string>{"/bin/helper", "hog"}
+            : std::vector<std::string>{"/bin/sh", "-c", "sleep 0.2; exec /bin/helper hog"});
     set_memory_limit(config, 16L << 20);
     const std::string id = run_container(client, pod, config);
     v1::ContainerStatus status = wait_exited(client, id);
@@ -113,19 +114,23 @@ TEST_CASE("CRI OOM loop: every OOM kill is reported OOMKilled and published",
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   const int count = rounds(8);
-  const OomPhase phases[] = {
-      {"delayed, idle", false, false}, {"delayed, CPU load", true, false}, {"immediate", false, true}};
+  const OomPhase phases[] = {{"delayed, idle", false, false},
+                             {"delayed, CPU load", true, false},
+                             {"immediate", false, true}};
   for (const OomPhase& phase : phases) {
     for (Side side : kBothSides) {
       INFO("side " << side_name(side) << ", " << phase.name);
       OomTally tally = oom_loop(env, side, count, phase);
       CHECK(tally.runs == count);
       CHECK(tally.exit_137 == count);
-      // The Go shim (the reference) also misses an OOM that comes before its watcher is
-      // registered after runc start (seen: 2 of 8 under 2.1). Ours must miss none.
-      if (side == Side::go && phase.immediate) {
+      // The Go shim (the reference) misses OOM kills that race its watcher: one that
+      // comes before the watcher is registered after runc start (seen: 2 of 8 under 2.1),
+      // and under CPU load one of a delayed hog too (seen: 7 of 8, reason "Error", under
+      // 2.1 with one core busy). Its misses are recorded, never a failure; ours must miss
+      // none.
+      if (side == Side::go) {
         if (tally.oom_killed != count || tally.with_event != count) {
-          WARN(fmt::format("go, immediate: {} of {} OOMKilled, {} /tasks/oom events",
+          WARN(fmt::format("go, {}: {} of {} OOMKilled, {} /tasks/oom events", phase.name,
                            tally.oom_killed, count, tally.with_event));
         }
         continue;
@@ -153,6 +158,15 @@ TEST_CASE("CRI pod teardown: no killall errors from the shim in containerd's log
     const std::vector<std::string> transition = daemon.log_lines_with(kTransitionError);
     for (std::size_t i = killall_before; i < killall.size() && i < killall_before + 3; ++i) {
       WARN(killall[i]);
+    }
+    // The Go shim's kill of an init's children races CRI's own kill (the race this test
+    // was written for): its errors are recorded, ours must be none.
+    if (side == Side::go) {
+      if (killall.size() != killall_before || transition.size() != transition_before) {
+        WARN(fmt::format("go: {} killall errors, {} invalid state transitions",
+                         killall.size() - killall_before, transition.size() - transition_before));
+      }
+      continue;
     }
     CHECK(killall.size() - killall_before == 0);
     CHECK(transition.size() - transition_before == 0);
