@@ -4,7 +4,8 @@
     check_format.py REPO CLANG_FORMAT [SKIP_MARKER]
 
 The files are those `git diff` lists between the commit that added .clang-format and the
-work tree (committed or not), that still exist and end in .cpp or .h; each must come out
+work tree (committed or not; a file only moved does not count), that still exist and end
+in .cpp or .h; each must come out
 of `CLANG_FORMAT --dry-run --Werror` unchanged. Files nobody touched since keep their old
 layout, so the style spreads with the changes, not in one rewrite. Without git history
 (a shallow or exported tree) nothing can be compared: the check prints SKIP_MARKER and
@@ -25,9 +26,12 @@ def main(repo, clang_format, skip_marker='LIBSHIM-TEST-SKIPPED'):
     if not base:
         print(f'{skip_marker}: no git history of .clang-format in {repo}')
         return 0
-    changed = git(repo, 'diff', '--name-only', base, '--', '*.cpp', '*.h')
+    # A file only moved (100 % similar) keeps its layout: its content did not change.
+    changed = git(repo, 'diff', '--name-status', '-M', base, '--', '*.cpp', '*.h')
+    names = [line.split('\t')[-1] for line in changed.stdout.splitlines()
+             if line and line.split('\t')[0] != 'R100']
     untracked = git(repo, 'ls-files', '--others', '--exclude-standard', '--', '*.cpp', '*.h')
-    files = sorted({f for f in (changed.stdout + untracked.stdout).split()
+    files = sorted({f for f in names + untracked.stdout.split()
                     if os.path.isfile(os.path.join(repo, f))})
     bad = []
     for name in files:
