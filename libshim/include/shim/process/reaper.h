@@ -12,8 +12,8 @@
 // delays itself. Subscribers see exits reaped after they subscribed.
 //
 // Nobody else may wait for the shim's children (no waitpid(pid) elsewhere): the reaper
-// must see every exit. SignalfdReaper (shim/signalfd_reaper.h) is the real one; tests can
-// substitute their own.
+// must see every exit. The real one is libshim's signalfd subreaper (ServiceContext::reaper,
+// or Manager::create_reaper's replacement); tests can substitute their own.
 #pragma once
 
 #include <sys/types.h>
@@ -26,8 +26,8 @@
 #include "shim/process/exit_future.h"
 #include "shim/process/process_handle.h"
 #include "shim/process/spawner.h"
-#include "shim/status.h"
 #include "shim/process/subscription.h"
+#include "shim/status.h"
 
 namespace shim {
 
@@ -49,8 +49,7 @@ class Reaper {
   virtual Subscription subscribe(ExitCallback callback) = 0;
   // Fan-out on `executor`: give a slow consumer its own executor (a strand on another
   // thread) and it will not hold up the loop either.
-  virtual Subscription subscribe(boost::asio::any_io_executor executor,
-                                 ExitCallback callback) = 0;
+  virtual Subscription subscribe(boost::asio::any_io_executor executor, ExitCallback callback) = 0;
 
   // Starts `request` with `spawner` and claims the child's exit. Thread-safe; meant for
   // pool threads (the spawn blocks until the child exec'd). On error nothing runs, and

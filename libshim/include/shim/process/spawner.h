@@ -1,6 +1,7 @@
 // Spawner: starts a child process (fork+exec semantics) for the shim and its plug-ins.
-// An interface so tests can substitute it; PosixSpawner (shim/posix_spawner.h) is the
-// real one.
+// An interface so tests can substitute it; the real one is libshim's clone+exec spawner,
+// which the daemon hands out as ServiceContext::spawner (and an action as
+// ActionContext::spawner).
 #pragma once
 
 #include <sys/types.h>

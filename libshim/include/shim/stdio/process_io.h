@@ -1,12 +1,16 @@
 // ProcessIO: the stdio of one container process (init or exec), as containerd's Go runc
-// shim sets it up (pkg/process/io.go, cmd/containerd-shim-runc-v2/process/io.go).
+// shim sets it up (pkg/process/io.go, cmd/containerd-shim-runc-v2/process/io.go). On the
+// process tier libshim drives it for you: what an Instance receives as ProcessStdio is
+// made here. A shim on the protocol tier (shim/task_service.h) uses it directly.
 //
-// Life cycle, as the task service drives it:
-//   1. create(): parses the stdio strings (scheme from stdout), makes the OS pipes runc
-//      gets (fchown'ed to io_uid/io_gid), creates the file for file://.
-//   2. The runc caller passes runtime_stdin/stdout/stderr() as fds 0/1/2 of
-//      `runc create|exec` (-1: leave that fd /dev/null), then close_runtime_ends().
-//   3. start() once runc succeeded: opens the stdin keeper and starts the copies
+// Life cycle, in the Instance's terms:
+//   1. create(): parses the request's stdio strings (the scheme from stdout), makes the
+//      pipes the runtime gets (owned by StdioOwner: runc's IoUid/IoGid), creates the file
+//      for file://, the console socket for a terminal.
+//   2. The runtime gets runtime_stdin/stdout/stderr() (ProcessStdio::stdin/stdout/stderr,
+//      -1: /dev/null) or console_socket_path() (ProcessStdio::console_socket) while it
+//      creates the process (Instance::create, Instance::exec); then close_runtime_ends().
+//   3. start() once the process exists: opens the stdin keeper and starts the copies
 //      (stdin FIFO -> pipe, pipes -> stdout/stderr FIFO or file) on the event loop.
 //   4. close_stdin() for CloseIO; wait_drained() before Delete; close() at the end.
 //
@@ -15,16 +19,16 @@
 // EOF of the process's pipe, i.e. once every holder of its write end is gone.
 //
 // Threading: create() anywhere; runtime_*() and close_runtime_ends() from any thread (the
-// runc call runs on the work pool); everything else on the loop. The destructor closes
-// everything (on the loop: inline when already there, else posted).
+// runtime's call runs on the work pool); everything else on the loop. The destructor
+// closes everything (on the loop: inline when already there, else posted).
 //
-// Null IO (all three strings empty): no pipes, runc gets /dev/null, nothing to copy.
-// binary:// and binary-v2:// (binary_logger.h): runc's stdout/stderr are the logger's pipes
-// (stdin unused, nothing to copy); logger_starter() runs on the pool before runc; close()
-// stops the logger.
-// Terminals (terminal_io.h): no pipes; runc gets --console-socket <console_socket_path()>,
-// console_receiver() takes the pty master after runc returned, start() copies stdin FIFO
-// -> master -> stdout (a FIFO, a file or the binary:// logger's stdout pipe).
+// Null IO (all three strings empty): no pipes, the runtime gets /dev/null, nothing to copy.
+// binary:// and binary-v2:// loggers: the runtime's stdout/stderr are the logger's pipes
+// (stdin unused, nothing to copy); logger_starter() runs on the pool before the runtime;
+// close() stops the logger.
+// Terminals: no pipes; the runtime sends the pty master to console_socket_path() (runc's
+// --console-socket), console_receiver() takes it once the runtime returned, start() copies
+// stdin FIFO -> master -> stdout (a FIFO, a file or the binary:// logger's stdout pipe).
 #pragma once
 
 #include <sys/types.h>
@@ -105,8 +109,7 @@ class ProcessIO {
   // options.binary_logger, pipe/chown/file/console socket errors with context.
   static shim::Status create(boost::asio::any_io_executor executor, const StdioSpec& spec,
                              int io_uid, int io_gid, const shim::Logger& logger,
-                             std::unique_ptr<ProcessIO>* io,
-                             const ProcessIOOptions& options = {});
+                             std::unique_ptr<ProcessIO>* io, const ProcessIOOptions& options = {});
   ~ProcessIO();
   ProcessIO(const ProcessIO&) = delete;
   ProcessIO& operator=(const ProcessIO&) = delete;
@@ -121,13 +124,13 @@ class ProcessIO {
   int runtime_stdin() const;
   int runtime_stdout() const;
   int runtime_stderr() const;
-  // Closes the runtime's ends: after runc returned, the process holds its own copies, and
-  // the copies see EOF only once no writer is left. Idempotent.
+  // Closes the runtime's ends: once the runtime returned, the process holds its own
+  // copies, and the copies see EOF only once no writer is left. Idempotent.
   void close_runtime_ends();
 
-  // After runc create/exec succeeded: opens the stdin keeper (our write end on the stdin
-  // FIFO, so the process does not see EOF before CloseIO) and starts the copies. Output
-  // FIFOs are written once their client has a reader (see fifo_writer_opener.h). Errors
+  // Once the process exists (create or exec succeeded): opens the stdin keeper (our
+  // write end on the stdin FIFO, so the process does not see EOF before CloseIO) and
+  // starts the copies. Output FIFOs are written once their client has a reader. Errors
   // name the path; on error call close().
   shim::Status start();
 
@@ -141,7 +144,7 @@ class ProcessIO {
   void wait_drained(std::chrono::milliseconds timeout, std::function<void(bool drained)> callback);
   bool drained() const;
   // For Delete: wait_drained(), then also until the client has read everything from its
-  // output FIFOs (fifo_delivery.h: ctr 1.6 drops what is unread when Delete returns).
+  // output FIFOs (ctr 1.6 drops what is unread when Delete returns).
   // `callback(true)` when both happened; false at `timeout`, after close(), or when the
   // client read nothing for a while (nobody reading).
   void wait_delivered(std::chrono::milliseconds timeout,
@@ -162,11 +165,11 @@ class ProcessIO {
   // Idempotent. Runs inline on the loop thread; from another thread it is posted there.
   void close();
 
-  // binary:// loggers. logger_starter(): a job for a pool thread, to run before runc
-  // create/exec: spawns the logger and blocks until it is ready (BinaryLogger::start);
-  // errors read "failed to create init process I/O: ..." as in the Go shim. OK at once for
-  // the other schemes. The job keeps the logger alive by itself; close() during it stops
-  // the logger and makes it fail.
+  // binary:// loggers. logger_starter(): a job for a pool thread, to run before the
+  // runtime creates the process: spawns the logger and blocks until it is ready; errors
+  // read "failed to create init process I/O: ..." as in the Go shim. OK at once for the
+  // other schemes. The job keeps the logger alive by itself; close() during it stops the
+  // logger and makes it fail.
   std::function<shim::Status()> logger_starter() const;
   // Terminal with a binary:// stdout: the write end of the logger's stdout pipe, for the
   // pty copy, which closes it when done (the logger then sees EOF). Invalid Fd otherwise
@@ -179,13 +182,14 @@ class ProcessIO {
   // logger. The Go shim's Delete returns only then.
   void after_logger_exit(std::function<void()> next);
 
-  // Terminals. The runtime's --console-socket; "" without a terminal. Any thread.
+  // Terminals. Where the runtime sends the pty master (ProcessStdio::console_socket, runc's
+  // --console-socket); "" without a terminal. Any thread.
   std::string console_socket_path() const;
-  // A job for the pool thread that ran runc create/exec/restore successfully: takes the
-  // pty master the runtime sent (bounded wait) and, for a FIFO stdout, waits a little for
-  // the client's reader (TerminalIO::wait_output_reader). It keeps what it needs alive,
-  // so close() meanwhile is safe (the master is then closed). OK at once without a
-  // terminal; else errors read "failed to retrieve console master: ...".
+  // A job for the pool thread whose runtime call (create, exec, restore) succeeded: takes
+  // the pty master the runtime sent (bounded wait) and, for a FIFO stdout, waits a little
+  // for the client's reader. It keeps what it needs alive, so close() meanwhile is safe
+  // (the master is then closed). OK at once without a terminal; else errors read "failed
+  // to retrieve console master: ...".
   std::function<shim::Status()> console_receiver() const;
   // ResizePty: the console's window size. OK without a console.
   shim::Status resize(std::uint32_t width, std::uint32_t height);
