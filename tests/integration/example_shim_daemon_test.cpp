@@ -206,7 +206,7 @@ TEST_CASE("shim-example daemon: an OCI process whose args are not strings fails 
     create.set_bundle(bundle);
     auto created = client.call("containerd.task.v2.Task", "Create", create.SerializeAsString());
     CHECK(created.status.code() == shim::Code::kInvalidArgument);
-    CHECK(created.status.message() == "the OCI process args must be strings: invalid argument");
+    CHECK(created.status.message() == "process.args[1]: want a string, got a number: invalid argument");
     // The shim is still sound: the failed Create left no task behind.
     containerd::task::v2::StateRequest state;
     state.set_id("t1");
