@@ -87,8 +87,8 @@ struct SpawnRequest {
 
   // The process's own settings, as an OCI runtime applies them (runc's order; see
   // libshim/src/process/spawn_child.cpp). Each failing step is an error naming it
-  // ("spawn sh: setuid: Operation not permitted"). All of it is done before a held
-  // child waits at its gate, so a create reports it.
+  // ("spawn sh: setuid 1000: Operation not permitted"). All of it is done before a
+  // held child waits at its gate, so a create reports it.
   //
   // Written to /proc/self/oom_score_adj first (-1000..1000); nullopt: inherited.
   std::optional<int> oom_score_adj;
