@@ -4,43 +4,38 @@
 #include <boost/json.hpp>
 
 #include "agent.h"
+#include "shim/oci/process_spec.h"
 #include "shim/process/spawner.h"
 #include "shim/runtime_manager.h"
 #include "shim/service_context.h"
 
 namespace {
 
+// The OCI process as runc runs it (shim/oci/process_spec.h), with the agent's
+// environment added; a terminal gets a pty whose master goes to libshim.
 shim::Status spawn(shim::ServiceContext& context, const boost::json::value& process,
                    const std::string& root, const shim::ProcessStdio& stdio,
-                   std::vector<std::string> extra_env, shim::SpawnedProcess* child, bool hold) {
-  if (stdio.terminal()) return shim::invalid_argument("the consumer shim has no terminals");
-  const auto* args = process.is_object() ? process.as_object().if_contains("args") : nullptr;
-  if (args == nullptr || !args->is_array() || args->as_array().empty()) {
-    return shim::invalid_argument("the OCI process has no args");
+                   const std::vector<std::string>& extra_env, shim::SpawnedProcess* child,
+                   bool hold) {
+  shim::oci::ProcessSpawn spawn;
+  if (auto s = shim::oci::spawn_request_from_process(process, {root, stdio}, &spawn); !s.ok()) {
+    return s;
   }
-  shim::SpawnRequest request;
-  request.argv = boost::json::value_to<std::vector<std::string>>(*args);
-  request.path = request.argv[0];
-  std::vector<std::string> env;
-  if (const auto* e = process.as_object().if_contains("env"); e != nullptr && e->is_array()) {
-    env = boost::json::value_to<std::vector<std::string>>(*e);
-  }
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  request.env = env;
-  request.root = root;
-  request.hold = hold;
-  for (auto [child_fd, fd] : {std::pair{0, stdio.stdin}, {1, stdio.stdout}, {2, stdio.stderr}}) {
-    if (fd >= 0) request.fds.emplace_back(child_fd, fd);
-  }
-  return context.spawner.spawn(request, child);
+  if (!spawn.request.env) spawn.request.env.emplace();
+  spawn.request.env->insert(spawn.request.env->end(), extra_env.begin(), extra_env.end());
+  spawn.request.hold = hold;
+  if (auto s = context.spawner.spawn(spawn.request, child); !s.ok()) return s;
+  return spawn.send_console();
 }
 
 // The rootfs containerd mounted, else the spec's root.path (`ctr run --rootfs`).
 std::string root_of(const shim::ContainerConfig& config) {
   if (!config.rootfs.empty()) return config.rootfs;
   const auto* root = config.spec.if_contains("root");
-  const auto* path = root != nullptr && root->is_object() ? root->as_object().if_contains("path") : nullptr;
-  std::string dir = path != nullptr && path->is_string() ? std::string(path->as_string()) : "rootfs";
+  const auto* path =
+      root != nullptr && root->is_object() ? root->as_object().if_contains("path") : nullptr;
+  std::string dir =
+      path != nullptr && path->is_string() ? std::string(path->as_string()) : "rootfs";
   return dir.starts_with('/') ? dir : config.bundle + "/" + dir;
 }
 
@@ -50,8 +45,8 @@ class ConsumerInstance final : public shim::Instance {
       : context_(context), config_(config), root_(root_of(config)) {}
 
   shim::Status create(const shim::ProcessStdio& stdio, std::uint32_t* pid) override {
-    auto s = spawn(context_, config_.spec.at("process"), root_, stdio, consumer::agent_env(config_.id),
-                   &init_, /*hold=*/true);
+    auto s = spawn(context_, config_.spec.at("process"), root_, stdio,
+                   consumer::agent_env(config_.id), &init_, /*hold=*/true);
     if (s.ok()) *pid = static_cast<std::uint32_t>(init_.pid);
     return s;
   }
@@ -80,8 +75,10 @@ class ConsumerInstance final : public shim::Instance {
 class ConsumerRuntime final : public shim::Runtime {
  public:
   explicit ConsumerRuntime(shim::ServiceContext& context) : context_(context) {}
-  shim::Status open(const shim::ContainerConfig& config, std::unique_ptr<shim::Instance>* instance) override {
-    if (!config.spec.contains("process")) return shim::invalid_argument("config.json has no process");
+  shim::Status open(const shim::ContainerConfig& config,
+                    std::unique_ptr<shim::Instance>* instance) override {
+    if (!config.spec.contains("process"))
+      return shim::invalid_argument("config.json has no process");
     *instance = std::make_unique<ConsumerInstance>(context_, config);
     return {};
   }

@@ -211,6 +211,16 @@ def oci_spec_seeds():
     seeds["bad_annotation"] = b'{"annotations":{"io.containerd.runc.v2.group":1}}'
     seeds["exec_process"] = json.dumps(spec["process"]).encode()
     seeds["not_object"] = b'[{"linux":{"namespaces":[{"type":"pid"}]}}]'
+    # Every process field shim::oci reads, as an exec's process JSON.
+    seeds["full_process"] = json.dumps({
+        "terminal": False, "consoleSize": {"height": 24, "width": 80},
+        "user": {"uid": 1000, "gid": 1000, "umask": 18, "additionalGids": [5, 20]},
+        "args": ["sh", "-c", "id"], "env": ["PATH=/bin", "A=1", "A=2", "HOME="], "cwd": "/tmp",
+        "capabilities": {"bounding": ["CAP_KILL", "CAP_NET_RAW"], "effective": ["CAP_KILL"],
+                         "permitted": ["CAP_KILL", "CAP_NET_RAW"], "inheritable": ["CAP_NET_RAW"],
+                         "ambient": ["CAP_NET_RAW"]},
+        "rlimits": [{"type": "RLIMIT_CORE", "hard": 18446744073709551615, "soft": 0}],
+        "oomScoreAdj": -500, "noNewPrivileges": True, "apparmorProfile": ""}).encode()
     return seeds
 
 

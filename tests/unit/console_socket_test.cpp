@@ -1,6 +1,10 @@
 // shim::ConsoleSocket: the --console-socket end, fed by a hand-written sender that does
-// what runc does (connect, one sendmsg with SCM_RIGHTS, close) before we receive.
+// what runc does (connect, one sendmsg with SCM_RIGHTS, close) before we receive; and
+// libshim's own sending end (send_console) with a shim::Pty.
 #include "shim/stdio/console_socket.h"
+
+#include "shim/stdio/console_sender.h"
+#include "shim/stdio/pty.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -55,7 +59,7 @@ void send_fds(const std::string& path, const std::string& payload, const std::ve
 }
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
 
@@ -76,7 +80,7 @@ TEST_CASE("console socket lives in a private pty dir removed on destruction", "[
     path = socket->path();
     CHECK(dir.rfind(base.path() + "/pty", 0) == 0);
     CHECK(path == dir + "/pty.sock");
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(dir.c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0700);
     REQUIRE(::lstat(path.c_str(), &st) == 0);
@@ -170,8 +174,8 @@ TEST_CASE("console socket rejects a message without an fd", "[console]") {
   int fd = 7;
   Status status = socket->receive_fd(2s, &fd);
   CHECK(status.code() == Code::kUnknown);
-  CHECK(status.message() == "console socket " + socket->path() +
-                                ": message of 7 bytes carried no file descriptor");
+  CHECK(status.message() ==
+        "console socket " + socket->path() + ": message of 7 bytes carried no file descriptor");
   CHECK(fd == -1);
 }
 
@@ -225,6 +229,43 @@ TEST_CASE("console socket destroyed with a queued fd releases it", "[console]") 
   }
   CHECK(write_end_closed(p[0]));
   ::close(p[0]);
+}
+
+TEST_CASE("send_console delivers a Pty's master and name as runc does", "[console]") {
+  test::TempDir base;
+  auto socket = make_socket(base.path());
+  Pty pty;
+  REQUIRE(Pty::open(&pty).ok());
+  REQUIRE(pty.valid());
+  CHECK(pty.name() == std::string(::ptsname(pty.master())));
+  CHECK((::fcntl(pty.master(), F_GETFD) & FD_CLOEXEC) != 0);
+  CHECK((::fcntl(pty.slave(), F_GETFD) & FD_CLOEXEC) != 0);
+  REQUIRE(send_console(socket->path(), pty.master(), pty.name()).ok());
+  int received = -1;
+  std::string name;
+  REQUIRE(socket->receive_fd(2s, &received, &name).ok());
+  CHECK(name == pty.name());
+  // The same pty: what its slave writes comes out of the received master.
+  REQUIRE(::write(pty.slave(), "y", 1) == 1);
+  char byte = 0;
+  REQUIRE(::read(received, &byte, 1) == 1);
+  CHECK(byte == 'y');
+  ::close(received);
+
+  SECTION("an empty name still carries the fd (a stream socket needs a byte)") {
+    REQUIRE(send_console(socket->path(), pty.master(), "").ok());
+    REQUIRE(socket->receive_fd(2s, &received, &name).ok());
+    CHECK(name == "pty");
+    ::close(received);
+  }
+  SECTION("errors name the socket") {
+    Status status = send_console(base.path() + "/none.sock", pty.master(), pty.name());
+    CHECK(status.message() ==
+          "connect to console socket " + base.path() + "/none.sock: No such file or directory");
+    status = send_console(std::string(200, 'x'), pty.master(), pty.name());
+    CHECK(status.code() == Code::kInvalidArgument);
+    CHECK(Pty().resize(1, 1).code() == Code::kFailedPrecondition);
+  }
 }
 
 TEST_CASE("console socket in a missing base dir is an error naming it", "[console]") {

@@ -21,8 +21,10 @@
 
 #include <fmt/format.h>
 
-#include "process/spawn_child.h"
 #include "gocompat/go_compat.h"
+#include "process/child_error.h"
+#include "process/child_settings.h"
+#include "process/spawn_child.h"
 #include "shim/unique_fd.h"
 
 extern char** environ;
@@ -30,8 +32,10 @@ extern char** environ;
 namespace shim {
 namespace {
 
+using spawn::ChildErrorContext;
 using spawn::ChildPlan;
 using spawn::ChildReport;
+using spawn::ChildSettings;
 using spawn::ChildStep;
 using spawn::kKernelSigsetSize;
 
@@ -79,26 +83,31 @@ struct ForkPipes {
 Status check_fd_maps(const SpawnRequest& request, std::vector<std::pair<int, int>>* maps) {
   for (const auto& [child_fd, parent_fd] : *maps) {
     if (child_fd < 0 || parent_fd < 0 || ::fcntl(parent_fd, F_GETFD) < 0) {
-      return invalid_argument(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path, parent_fd,
-                                          child_fd, std::strerror(EBADF)));
+      return invalid_argument(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path,
+                                          parent_fd, child_fd, std::strerror(EBADF)));
     }
   }
   std::sort(maps->begin(), maps->end());
   for (std::size_t i = 1; i < maps->size(); ++i) {
     if ((*maps)[i].first == (*maps)[i - 1].first) {
-      return invalid_argument(fmt::format("spawn {}: child fd {} mapped twice", request.path, (*maps)[i].first));
+      return invalid_argument(
+          fmt::format("spawn {}: child fd {} mapped twice", request.path, (*maps)[i].first));
     }
   }
   return {};
 }
 
-Status add_dev_null(const SpawnRequest& request, std::vector<std::pair<int, int>>* maps, FdPlan* plan) {
+Status add_dev_null(const SpawnRequest& request, std::vector<std::pair<int, int>>* maps,
+                    FdPlan* plan) {
   for (int stdio = 0; stdio < 3; ++stdio) {
-    bool mapped = std::any_of(maps->begin(), maps->end(), [&](const auto& map) { return map.first == stdio; });
+    bool mapped = std::any_of(maps->begin(), maps->end(),
+                              [&](const auto& map) { return map.first == stdio; });
     if (mapped) continue;
     if (plan->dev_null.get() < 0) {
       int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      if (fd < 0) return unknown(fmt::format("spawn {}: open /dev/null: {}", request.path, std::strerror(errno)));
+      if (fd < 0)
+        return unknown(
+            fmt::format("spawn {}: open /dev/null: {}", request.path, std::strerror(errno)));
       plan->dev_null.reset(fd);
     }
     maps->emplace_back(stdio, plan->dev_null.get());
@@ -153,52 +162,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 unsigned open_file_limit() {
-  struct rlimit limit{};
+  struct rlimit limit {};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65536;
   return static_cast<unsigned>(std::min<rlim_t>(limit.rlim_cur, 1U << 20));
-}
-
-std::string_view step_name(ChildStep step) {
-  switch (step) {
-    case ChildStep::kParentDeathSignal: return "set parent death signal";
-    case ChildStep::kSession: return "setsid";
-    case ChildStep::kProcessGroup: return "setpgid";
-    case ChildStep::kJoinNamespaces: return "join namespaces";
-    case ChildStep::kPrivateMounts: return "make mounts private";
-    case ChildStep::kFds: return "map fds";
-    case ChildStep::kCloseFds: return "close fds";
-    case ChildStep::kRoot: return "chroot";
-    case ChildStep::kChdir: return "chdir";
-    case ChildStep::kMountProc: return "mount proc";
-    case ChildStep::kMountDev: return "mount dev";
-    case ChildStep::kSignalMask: return "reset signal mask";
-    case ChildStep::kExec: return "exec";
-    case ChildStep::kReady:
-    case ChildStep::kNone: break;
-  }
-  return "?";
-}
-
-Status child_error(const SpawnRequest& request, const FdPlan& fds, const ChildReport& report) {
-  const char* reason = std::strerror(report.error);
-  switch (report.step) {
-    case ChildStep::kExec:
-      return unknown(fmt::format("exec {}: {}", request.path, reason));
-    case ChildStep::kChdir:
-      return unknown(fmt::format("spawn {}: chdir {}: {}", request.path, request.cwd, reason));
-    case ChildStep::kRoot:
-      return unknown(fmt::format("spawn {}: chroot {}: {}", request.path, request.root, reason));
-    case ChildStep::kFds: {
-      auto index = static_cast<std::size_t>(report.index);
-      return unknown(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path,
-                                 fds.parent_fds.at(index), fds.child_fds.at(index), reason));
-    }
-    case ChildStep::kMountDev:
-      return unknown(fmt::format("spawn {}: mount dev at {}/dev (step {}): {}", request.path,
-                                 request.root, report.index, reason));
-    default:
-      return unknown(fmt::format("spawn {}: {}: {}", request.path, step_name(report.step), reason));
-  }
 }
 
 // The child of a failed spawn has exited (exit_group 127): collect it unless a reaper
@@ -249,7 +215,8 @@ class PidNamespaceForChildren {
  public:
   Status enter(int pidfd) {
     own_.reset(::open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC));
-    if (own_.get() < 0) return unknown(fmt::format("open own pid namespace: {}", std::strerror(errno)));
+    if (own_.get() < 0)
+      return unknown(fmt::format("open own pid namespace: {}", std::strerror(errno)));
     if (::setns(pidfd, CLONE_NEWPID) < 0) {
       own_.reset();
       return unknown(fmt::format("join pid namespace: {}", std::strerror(errno)));
@@ -268,7 +235,7 @@ class PidNamespaceForChildren {
 // child runs on its own copy of memory and reports through a pipe.
 pid_t fork_child(ChildPlan* plan, int new_namespaces, int* pidfd) {
   AllSignalsBlocked blocked;
-  struct clone_args args{};
+  struct clone_args args {};
   args.flags = static_cast<std::uint64_t>(new_namespaces) | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
   args.exit_signal = SIGCHLD;
@@ -300,28 +267,37 @@ Status make_pipe(UniqueFd* read_end, UniqueFd* write_end) {
 }
 
 bool needs_fork(const SpawnRequest& request) {
-  return request.hold || request.new_namespaces != 0 || request.join_namespaces != 0 || !request.root.empty();
+  return request.hold || request.new_namespaces != 0 || request.join_namespaces != 0 ||
+         !request.root.empty();
+}
+
+ChildErrorContext error_context(const SpawnRequest& request, const FdPlan& fds,
+                                const ChildSettings& settings) {
+  return ChildErrorContext{request, fds.parent_fds, fds.child_fds, settings.candidates()};
 }
 
 Status spawn_vforked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& fds,
-                                   SpawnedProcess* process) {
+                     const ChildSettings& settings, SpawnedProcess* process) {
   ChildStack stack;
-  if (!stack.ok()) return unknown(fmt::format("spawn {}: child stack: {}", request.path, std::strerror(errno)));
+  if (!stack.ok())
+    return unknown(fmt::format("spawn {}: child stack: {}", request.path, std::strerror(errno)));
   int pidfd = -1;
   pid_t pid = vfork_child(&plan, stack.top(), &pidfd);
-  if (pid < 0) return unknown(fmt::format("spawn {}: clone: {}", request.path, std::strerror(errno)));
+  if (pid < 0)
+    return unknown(fmt::format("spawn {}: clone: {}", request.path, std::strerror(errno)));
   process->pid = pid;
   if (plan.error_step != ChildStep::kNone) {
     if (pidfd >= 0) ::close(pidfd);
     reap_failed_child(pid);
-    return child_error(request, fds, ChildReport{plan.error_step, plan.error_errno, plan.error_index});
+    return child_error(error_context(request, fds, settings),
+                       ChildReport{plan.error_step, plan.error_errno, plan.error_index});
   }
   process->handle = ProcessHandle(pid, pidfd);
   return {};
 }
 
 Status spawn_forked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& fds,
-                                  ForkPipes& pipes, SpawnedProcess* process) {
+                    const ChildSettings& settings, ForkPipes& pipes, SpawnedProcess* process) {
   int pidfd = -1;
   pid_t pid = -1;
   {
@@ -333,7 +309,8 @@ Status spawn_forked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& 
     }
     pid = fork_child(&plan, request.new_namespaces, &pidfd);
   }
-  if (pid < 0) return unknown(fmt::format("spawn {}: clone3: {}", request.path, std::strerror(errno)));
+  if (pid < 0)
+    return unknown(fmt::format("spawn {}: clone3: {}", request.path, std::strerror(errno)));
   process->pid = pid;
   pipes.report_write.reset();  // EOF once the child exec'd or died
   pipes.gate_read.reset();
@@ -342,14 +319,46 @@ Status spawn_forked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& 
   if (!ready && (report.step != ChildStep::kNone || request.hold)) {
     if (pidfd >= 0) ::close(pidfd);
     reap_failed_child(pid);
-    if (report.step == ChildStep::kNone) return unknown(fmt::format("spawn {}: the child died", request.path));
-    return child_error(request, fds, report);
+    if (report.step == ChildStep::kNone)
+      return unknown(fmt::format("spawn {}: the child died", request.path));
+    return child_error(error_context(request, fds, settings), report);
   }
   process->handle = ProcessHandle(pid, pidfd);
   if (ready) {
-    process->gate = ProcessGate(pipes.gate_write.release(), pipes.report_read.release(), request.path);
+    // The path it will exec: the search's find (the ready report names it), else ours.
+    const auto& candidates = settings.candidates();
+    auto found = static_cast<std::size_t>(report.index);
+    std::string path =
+        report.index >= 0 && found < candidates.size() ? candidates[found] : request.path;
+    process->gate =
+        ProcessGate(pipes.gate_write.release(), pipes.report_read.release(), std::move(path));
   }
   return {};
+}
+
+// The plan's fields that come straight from the request and the fd plan.
+void fill_plan(const SpawnRequest& request, FdPlan& fds, ChildPlan* plan) {
+  plan->cwd = request.cwd.empty() ? nullptr : request.cwd.c_str();
+  plan->root = request.root.empty() ? nullptr : request.root.c_str();
+  plan->child_fds = fds.child_fds.data();
+  plan->parent_fds = fds.parent_fds.data();
+  plan->child_fd_flags = fds.child_fd_flags.data();
+  plan->scratch_fds = fds.scratch_fds.data();
+  plan->fd_count = static_cast<int>(fds.child_fds.size());
+  plan->scratch_base = fds.scratch_base;
+  plan->close_first = fds.close_first.data();
+  plan->close_last = fds.close_last.data();
+  plan->close_count = static_cast<int>(fds.close_first.size());
+  plan->close_fallback_limit = open_file_limit();
+  plan->parent_death_signal = request.parent_death_signal.value_or(0);
+  plan->parent_pid = (request.new_namespaces & CLONE_NEWPID) != 0 ? 0 : ::getpid();
+  plan->new_session = request.setsid || request.controlling_terminal;
+  plan->new_process_group = request.new_process_group;
+  plan->join_pidfd = request.join_pidfd;
+  plan->join_namespaces = request.join_namespaces & ~CLONE_NEWPID;
+  plan->private_mounts = (request.new_namespaces & CLONE_NEWNS) != 0;
+  plan->mount_proc = request.mount_proc;
+  plan->mount_dev = request.mount_dev;
 }
 
 }  // namespace
@@ -358,8 +367,13 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
   *process = SpawnedProcess{};
   std::string path;
   if (request.path.empty()) return invalid_argument("spawn: empty executable path");
-  if (!go_look_path(request.path, &path).ok()) {
-    return unknown(fmt::format("exec {}: {} (searched $PATH)", request.path, std::strerror(ENOENT)));
+  ChildSettings settings;
+  if (Status s = settings.prepare(request); !s.ok()) return s;
+  if (settings.search()) {
+    path = request.path;  // the child searches
+  } else if (!go_look_path(request.path, &path).ok()) {
+    return unknown(
+        fmt::format("exec {}: {} (searched $PATH)", request.path, std::strerror(ENOENT)));
   }
   bool forked = needs_fork(request);
   ForkPipes pipes;
@@ -386,33 +400,15 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
   plan.path = path.c_str();
   plan.argv = argv.data();
   plan.envp = request.env ? envp.data() : environ;
-  plan.cwd = request.cwd.empty() ? nullptr : request.cwd.c_str();
-  plan.root = request.root.empty() ? nullptr : request.root.c_str();
-  plan.child_fds = fds.child_fds.data();
-  plan.parent_fds = fds.parent_fds.data();
-  plan.child_fd_flags = fds.child_fd_flags.data();
-  plan.scratch_fds = fds.scratch_fds.data();
-  plan.fd_count = static_cast<int>(fds.child_fds.size());
-  plan.scratch_base = fds.scratch_base;
-  plan.close_first = fds.close_first.data();
-  plan.close_last = fds.close_last.data();
-  plan.close_count = static_cast<int>(fds.close_first.size());
-  plan.close_fallback_limit = open_file_limit();
-  plan.parent_death_signal = request.parent_death_signal.value_or(0);
-  plan.parent_pid = (request.new_namespaces & CLONE_NEWPID) != 0 ? 0 : ::getpid();
-  plan.new_session = request.setsid;
-  plan.new_process_group = request.new_process_group;
-  plan.join_pidfd = request.join_pidfd;
-  plan.join_namespaces = request.join_namespaces & ~CLONE_NEWPID;
-  plan.private_mounts = (request.new_namespaces & CLONE_NEWNS) != 0;
-  plan.mount_proc = request.mount_proc;
-  plan.mount_dev = request.mount_dev;
+  fill_plan(request, fds, &plan);
   if (forked) {
     plan.report_fd = pipes.report_write.get();
     plan.report_fd_mapped = extra_targets[0];
     plan.gate_fd = request.hold ? extra_targets[1] : -1;
   }
-  return forked ? spawn_forked(request, plan, fds, pipes, process) : spawn_vforked(request, plan, fds, process);
+  settings.fill(&plan);
+  return forked ? spawn_forked(request, plan, fds, settings, pipes, process)
+                : spawn_vforked(request, plan, fds, settings, process);
 }
 
 // ---- ProcessGate ----------------------------------------------------------------------
@@ -458,7 +454,8 @@ Status ProcessGate::release() {
     if (report.step == ChildStep::kExec) {
       status = unknown(fmt::format("exec {}: {}", path_, std::strerror(report.error)));
     } else if (report.step != ChildStep::kNone) {
-      status = unknown(fmt::format("spawn {}: {}: {}", path_, step_name(report.step), std::strerror(report.error)));
+      status = unknown(fmt::format("spawn {}: {}: {}", path_, spawn::step_name(report.step),
+                                   std::strerror(report.error)));
     }
   }
   close();

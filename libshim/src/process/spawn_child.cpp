@@ -1,5 +1,7 @@
 #include "process/spawn_child.h"
 
+#include "process/spawn_child_steps.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,10 +12,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-
-// The child may share the parent's memory until it execs: its code must not be
-// instrumented (sanitizer shadow writes on a private stack) nor inlined into the parent.
-#define LIBSHIM_CHILD_CODE __attribute__((no_sanitize("address", "undefined"), noinline))
 
 namespace shim::spawn {
 namespace {
@@ -29,14 +27,6 @@ LIBSHIM_CHILD_CODE void child_report(int fd, ChildStep step, int error, int inde
   }
 }
 
-[[noreturn]] LIBSHIM_CHILD_CODE void child_fail(ChildPlan* plan, ChildStep step, int index) {
-  plan->error_errno = errno;
-  plan->error_step = step;
-  plan->error_index = index;
-  if (plan->report_fd >= 0) child_report(plan->report_fd, step, plan->error_errno, index);
-  for (;;) ::syscall(SYS_exit_group, 127);
-}
-
 LIBSHIM_CHILD_CODE void child_reset_signal_dispositions() {
   // An all-zero kernel sigaction is SIG_DFL with no flags and an empty mask on every
   // layout; 64 bytes covers the largest one.
@@ -47,19 +37,8 @@ LIBSHIM_CHILD_CODE void child_reset_signal_dispositions() {
   }
 }
 
-LIBSHIM_CHILD_CODE void child_set_parent_death_signal(ChildPlan* plan) {
-  int sig = plan->parent_death_signal;
-  if (sig == 0) return;
-  if (::syscall(SYS_prctl, PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0)
-    child_fail(plan, ChildStep::kParentDeathSignal, 0);
-  // The parent may have died before prctl: deliver the signal ourselves (it takes effect
-  // when the mask is cleared below, or at once for SIGKILL).
-  if (plan->parent_pid != 0 && ::syscall(SYS_getppid) != plan->parent_pid)
-    ::syscall(SYS_kill, ::syscall(SYS_getpid), sig);
-}
-
 LIBSHIM_CHILD_CODE void child_set_session(ChildPlan* plan) {
-  if (plan->new_session) {
+  if (plan->new_session || plan->controlling_terminal) {
     if (::syscall(SYS_setsid) < 0) child_fail(plan, ChildStep::kSession, 0);
     return;
   }
@@ -143,7 +122,8 @@ LIBSHIM_CHILD_CODE void child_mount_dev(ChildPlan* plan) {
   }
   static constexpr const char* kDirs[] = {"/dev/pts", "/dev/shm"};
   for (const char* dir : kDirs) {
-    if (::syscall(SYS_mkdirat, AT_FDCWD, dir, 0755) < 0) child_fail(plan, ChildStep::kMountDev, index);
+    if (::syscall(SYS_mkdirat, AT_FDCWD, dir, 0755) < 0)
+      child_fail(plan, ChildStep::kMountDev, index);
     ++index;
   }
 }
@@ -152,18 +132,25 @@ LIBSHIM_CHILD_CODE void child_enter_root(ChildPlan* plan) {
   if (plan->root != nullptr && ::syscall(SYS_chroot, plan->root) < 0)
     child_fail(plan, ChildStep::kRoot, 0);
   const char* cwd = plan->cwd != nullptr ? plan->cwd : (plan->root != nullptr ? "/" : nullptr);
-  if (cwd != nullptr && ::syscall(SYS_chdir, cwd) < 0) child_fail(plan, ChildStep::kChdir, 0);
+  if (cwd != nullptr && ::syscall(SYS_chdir, cwd) < 0) {
+    // A cwd only the process's user may enter (a volume chowned to it): try again as
+    // that user (runc's finalizeNamespace does the same).
+    if (!plan->has_user || (errno != EACCES && errno != EPERM))
+      child_fail(plan, ChildStep::kChdir, 0);
+    plan->chdir_after_user = true;
+  }
   if (plan->mount_proc &&
       ::syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
     child_fail(plan, ChildStep::kMountProc, 0);
   if (plan->mount_dev) child_mount_dev(plan);
 }
 
-// A held child says it is ready, then waits for the byte that lets it exec. EOF means
-// the gate was dropped: leave without running anything.
-LIBSHIM_CHILD_CODE void child_wait_at_gate(ChildPlan* plan) {
+// A held child says it is ready (and which search candidate it will exec), then waits
+// for the byte that lets it exec. EOF means the gate was dropped: leave without running
+// anything.
+LIBSHIM_CHILD_CODE void child_wait_at_gate(ChildPlan* plan, int found) {
   if (plan->gate_fd < 0) return;
-  child_report(plan->report_fd, ChildStep::kReady, 0, 0);
+  child_report(plan->report_fd, ChildStep::kReady, 0, found);
   char byte = 0;
   long n;
   do {
@@ -177,23 +164,53 @@ LIBSHIM_CHILD_CODE void child_wait_at_gate(ChildPlan* plan) {
 
 }  // namespace
 
+[[noreturn]] LIBSHIM_CHILD_CODE void child_fail(ChildPlan* plan, ChildStep step, int index) {
+  plan->error_errno = errno;
+  plan->error_step = step;
+  plan->error_index = index;
+  if (plan->report_fd >= 0) child_report(plan->report_fd, step, plan->error_errno, index);
+  for (;;) ::syscall(SYS_exit_group, 127);
+}
+
+LIBSHIM_CHILD_CODE void child_set_parent_death_signal(ChildPlan* plan) {
+  int sig = plan->parent_death_signal;
+  if (sig == 0) return;
+  if (::syscall(SYS_prctl, PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0)
+    child_fail(plan, ChildStep::kParentDeathSignal, 0);
+  // The parent may have died before prctl: deliver the signal ourselves (it takes effect
+  // when the mask is cleared below, or at once for SIGKILL).
+  if (plan->parent_pid != 0 && ::syscall(SYS_getppid) != plan->parent_pid)
+    ::syscall(SYS_kill, ::syscall(SYS_getpid), sig);
+}
+
+// The order follows runc (libcontainer/nsenter/nsexec.c for oom_score_adj, then
+// standard_init_linux.go and init_linux.go's finalizeNamespace): oom_score_adj while
+// still privileged, the console, the root, umask, no_new_privs and rlimits, then the
+// user and capabilities, then the executable's search as that user, then exec.
 LIBSHIM_CHILD_CODE int child_main(void* arg) {
   auto* plan = static_cast<ChildPlan*>(arg);
   // Every signal is blocked here (the parent blocked them around clone): no handler of
   // the shim can run in the child. Reset dispositions before unblocking.
   child_reset_signal_dispositions();
   child_set_parent_death_signal(plan);
+  child_set_oom_score_adj(plan);
   child_set_session(plan);
   child_enter_namespaces(plan);
   child_map_fds(plan);
   child_close_other_fds(plan);
+  child_set_controlling_terminal(plan);
   child_enter_root(plan);
-  child_wait_at_gate(plan);
+  child_apply_limits(plan);
+  child_apply_credentials(plan);
+  if (plan->has_user) child_set_parent_death_signal(plan);  // cleared by setuid/setgid
+  int found = child_find_executable(plan);
+  child_wait_at_gate(plan, found);
   std::uint64_t empty_mask = 0;
   if (::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty_mask, nullptr, kKernelSigsetSize) < 0)
     child_fail(plan, ChildStep::kSignalMask, 0);
-  ::syscall(SYS_execve, plan->path, plan->argv, plan->envp);
-  child_fail(plan, ChildStep::kExec, 0);
+  const char* path = found >= 0 ? plan->candidates[found] : plan->path;
+  ::syscall(SYS_execve, path, plan->argv, plan->envp);
+  child_fail(plan, ChildStep::kExec, found);
 }
 
 }  // namespace shim::spawn

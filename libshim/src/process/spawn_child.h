@@ -29,14 +29,37 @@ enum class ChildStep : std::int32_t {
   kMountProc,
   kMountDev,
   kSignalMask,
-  kExec,
+  kExec,  // index: the search candidate exec'd (-1: the plan's path)
+  kOomScoreAdj,
+  kControllingTerminal,
+  kRlimit,  // index: which rlimit
+  kNoNewPrivileges,
+  kBoundingSet,  // index: the capability that could not be dropped
+  kKeepCaps,
+  kStdioOwner,  // index: the fd (0-2)
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kCapset,
+  kAmbientCaps,    // index: the capability that could not be raised
+  kNotFound,       // the search found no executable (error ENOENT)
+  kFoundRelative,  // index: the candidate, found through a relative search entry
 };
 
 // What a forked child writes on its report pipe: an error, or kReady.
 struct ChildReport {
   ChildStep step = ChildStep::kNone;
   std::int32_t error = 0;  // errno
-  std::int32_t index = 0;  // which fd mapping failed
+  // Which fd mapping, rlimit, capability... failed; with kReady the search candidate
+  // found (-1: no search).
+  std::int32_t index = 0;
+};
+
+// The kernel's rlimit64 (prlimit64(2)), two 64-bit values on every architecture.
+struct ChildRlimit {
+  int resource = 0;
+  std::uint64_t soft = 0;
+  std::uint64_t hard = 0;
 };
 
 struct ChildPlan {
@@ -68,6 +91,32 @@ struct ChildPlan {
   int report_fd = -1;  // -1 (vfork): the error fields below, read by the parent
   int report_fd_mapped = -1;
   int gate_fd = -1;  // held: one byte here lets it exec (fd number after mapping)
+
+  // The process's own settings (SpawnRequest's fields of the same names).
+  const char* oom_score_adj = nullptr;  // decimal text; nullptr: unchanged
+  int oom_score_adj_length = 0;
+  bool controlling_terminal = false;
+  int umask = -1;  // -1: unchanged
+  const ChildRlimit* rlimits = nullptr;
+  int rlimit_count = 0;
+  bool no_new_privileges = false;
+  bool has_capabilities = false;
+  int cap_last_cap = 0;  // /proc/sys/kernel/cap_last_cap: the highest capability number
+  std::uint64_t cap_bounding = 0, cap_effective = 0, cap_permitted = 0, cap_inheritable = 0,
+                cap_ambient = 0;  // already masked to the kernel's capabilities
+  bool has_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  const gid_t* groups = nullptr;
+  int group_count = 0;
+  // A `path` without '/' searched in the child: each candidate is "<entry>/<path>"
+  // (cleaned), `candidate_relative[i]` when its entry was relative. Set `search` even
+  // when there are no candidates (no PATH: not found).
+  bool search = false;
+  char* const* candidates = nullptr;
+  const bool* candidate_relative = nullptr;
+  int candidate_count = 0;
+  bool chdir_after_user = false;  // set by the child: the first chdir was refused (EACCES)
 
   ChildStep error_step = ChildStep::kNone;
   int error_errno = 0;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,9 +17,34 @@
 
 namespace shim {
 
+// Who a spawned process runs as (SpawnRequest::user).
+struct SpawnUser {
+  uid_t uid = 0;                       // setuid(2): real, effective and saved uid
+  gid_t gid = 0;                       // setgid(2): real, effective and saved gid
+  std::vector<gid_t> additional_gids;  // setgroups(2): exactly these (empty: none)
+};
+
+// One resource limit of a spawned process (SpawnRequest::rlimits).
+struct SpawnRlimit {
+  int resource = 0;        // RLIMIT_NOFILE, RLIMIT_CORE, ... (<sys/resource.h>)
+  std::uint64_t soft = 0;  // rlim_cur (RLIM_INFINITY: unlimited)
+  std::uint64_t hard = 0;  // rlim_max (RLIM_INFINITY: unlimited)
+};
+
+// The capability sets of a spawned process (SpawnRequest::capabilities), one bit per
+// capability number (bit CAP_CHOWN, bit CAP_KILL, ...).
+struct CapabilitySets {
+  std::uint64_t bounding = 0;     // every capability not here is dropped from the bounding set
+  std::uint64_t effective = 0;    // capset(2)
+  std::uint64_t permitted = 0;    // capset(2)
+  std::uint64_t inheritable = 0;  // capset(2)
+  std::uint64_t ambient = 0;      // raised after capset (each must be permitted and inheritable)
+};
+
 // What to start, and how: a process, optionally in namespaces and a root of its own.
 struct SpawnRequest {
-  // The executable. Without a '/', it is looked up in the shim's PATH.
+  // The executable. Without a '/', it is looked up in the shim's PATH, unless
+  // `search_path` says otherwise.
   std::string path;
   // argv[0] included. Empty: {path}.
   std::vector<std::string> argv;
@@ -59,6 +85,39 @@ struct SpawnRequest {
   // Stop after all of the above, just before exec, until SpawnedProcess::gate.release():
   // a "created" container process whose pid is known before it runs anything.
   bool hold = false;
+
+  // The process's own settings, as an OCI runtime applies them (runc's order; see
+  // libshim/src/process/spawn_child.cpp). Each failing step is an error naming it
+  // ("spawn sh: setuid 1000: Operation not permitted"). All of it is done before a
+  // held child waits at its gate, so a create reports it.
+  //
+  // Written to /proc/self/oom_score_adj first (-1000..1000); nullopt: inherited.
+  std::optional<int> oom_score_adj;
+  // fd 0, a terminal, becomes the controlling terminal of a new session (setsid, which
+  // this implies, then TIOCSCTTY), as for an OCI process with `terminal`.
+  bool controlling_terminal = false;
+  // umask(2), after chroot and cwd; nullopt: the shim's.
+  std::optional<mode_t> umask;
+  // setrlimit(2) each, while the child may still raise hard limits.
+  std::vector<SpawnRlimit> rlimits;
+  // PR_SET_NO_NEW_PRIVS: execve can grant no privilege (setuid bits, file capabilities).
+  bool no_new_privileges = false;
+  // Set the bounding set, then keep capabilities across the change of user, capset(2)
+  // and raise the ambient ones. Capabilities this kernel does not know (beyond
+  // /proc/sys/kernel/cap_last_cap) are left out, as runc does. nullopt: the shim's.
+  std::optional<CapabilitySets> capabilities;
+  // setgroups, setgid, setuid (after the bounding set, keeping the permitted
+  // capabilities for capset). The child's fds 0-2 are first chowned to the uid (unless
+  // /dev/null, or refused with EPERM/EROFS), as runc does, so the user may reopen them
+  // (/dev/stdout). nullopt: the shim's user.
+  std::optional<SpawnUser> user;
+  // A ':'-separated list of directories (an empty entry means ".") in which a `path`
+  // without '/' is looked up *in the child*, after root, cwd, user and capabilities are
+  // applied: the first entry holding a non-directory the process may execute, as Go's
+  // exec.LookPath does in runc. Not found: "exec: \"<path>\": executable file not
+  // found in $PATH"; found only through a relative entry: "...: cannot run executable
+  // found relative to current directory". nullopt: the shim's own PATH, in the parent.
+  std::optional<std::string> search_path;
 };
 
 // The held child of a SpawnRequest with `hold`. Destroying the gate unreleased makes the
