@@ -12,8 +12,8 @@
 #include <sstream>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
@@ -53,7 +53,8 @@ std::string repeated(std::string_view unit, std::size_t size) {
   return out;
 }
 
-TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][runtime-binary][multi-version][sanitized]") {
+TEST_CASE("ctr run --rm returns the container's exit code",
+          "[runc-e2e][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   for (int code : {0, 1, 3}) {
@@ -63,7 +64,8 @@ TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][runtime-
     CHECK(r.out == fmt::format("out-{}\n", code));
   }
   // 137: killed from outside with SIGKILL while `ctr run` waits for it.
-  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n", s.fx.ns()};
+  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n",
+                                   s.fx.ns()};
   for (const auto& a : s.run({"--rm"}, "killed", {"/bin/sleep", "600"})) argv.push_back(a);
   ChildProcess runner(argv, SpawnOptions{});
   REQUIRE(s.wait_status("killed", "RUNNING", 20s));
@@ -74,15 +76,19 @@ TEST_CASE("ctr run --rm returns the container's exit code", "[runc-e2e][runtime-
   CHECK(wait_no_shims(s.fx.ns(), 5s));
 }
 
-TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][runtime-binary][multi-version][sanitized]") {
+TEST_CASE("detached run then exec ps kill and delete",
+          "[runc-e2e][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   auto events = s.fx.subscribe_events();
-  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "d1", {"/bin/sh", "-c", "trap 'exit 0' TERM; /bin/sleep 600 & wait"})).ok());
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "d1",
+                            {"/bin/sh", "-c", "trap 'exit 0' TERM; /bin/sleep 600 & wait"}))
+              .ok());
   auto shims = our_shims(s.fx.ns());
   REQUIRE(shims.size() == 1);  // it really is our binary serving the task
 
-  auto exec = s.fx.ctr({"task", "exec", "--exec-id", "e1", "d1", "/bin/sh", "-c", "echo from-exec; exit 5"});
+  auto exec = s.fx.ctr(
+      {"task", "exec", "--exec-id", "e1", "d1", "/bin/sh", "-c", "echo from-exec; exit 5"});
   CHECK(exec.exit_code == 5);
   CHECK(exec.out == "from-exec\n");
 
@@ -100,10 +106,12 @@ TEST_CASE("detached run then exec ps kill and delete", "[runc-e2e][runtime-binar
   REQUIRE(events->wait_for_line({"/tasks/delete", "\"d1\""}, 5s));
   CHECK(event_topics_for(*events, "d1") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exec-added",
-                                 "/tasks/exec-started", "/tasks/exit", "/tasks/exit", "/tasks/delete"});
+                                 "/tasks/exec-started", "/tasks/exit", "/tasks/exit",
+                                 "/tasks/delete"});
 }
 
-TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact", "[runc-e2e][runtime-binary][sanitized]") {
+TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact",
+          "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   constexpr std::size_t kSize = 64u << 20;
@@ -124,7 +132,8 @@ TEST_CASE("64 MiB of stdout and of stderr arrive byte-exact", "[runc-e2e][runtim
 
 // ctr 1.6 never sends CloseIO when its stdin ends (the Go shim then keeps the process's
 // stdin open too), so the container reads a known length instead of waiting for EOF.
-TEST_CASE("stdin round trip through the container", "[runc-e2e][runtime-binary][multi-version][sanitized]") {
+TEST_CASE("stdin round trip through the container",
+          "[runc-e2e][runtime-binary][multi-version][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   std::string input;
@@ -132,8 +141,10 @@ TEST_CASE("stdin round trip through the container", "[runc-e2e][runtime-binary][
   CommandOptions options;
   options.stdin_data = input;
   options.timeout = 60s;
-  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n", s.fx.ns()};
-  for (const auto& a : s.run({"--rm"}, "stdin1", {"/bin/head", "-c", std::to_string(input.size())})) {
+  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n",
+                                   s.fx.ns()};
+  for (const auto& a :
+       s.run({"--rm"}, "stdin1", {"/bin/head", "-c", std::to_string(input.size())})) {
     argv.push_back(a);
   }
   auto r = run_command(argv, options);
@@ -195,7 +206,9 @@ TEST_CASE("containerd killed with -9 and restarted reconnects to running tasks",
           "[runc-e2e][multi-version][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
-  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "r1", {"/bin/sh", "-c", "trap 'exit 3' TERM; /bin/sleep 600 & wait"})).ok());
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "r1",
+                            {"/bin/sh", "-c", "trap 'exit 3' TERM; /bin/sleep 600 & wait"}))
+              .ok());
   REQUIRE(s.wait_status("r1", "RUNNING", 10s));
   s.fx.kill9();
   s.fx.restart();
@@ -213,7 +226,8 @@ TEST_CASE("containerd killed with -9 and restarted reconnects to running tasks",
   CHECK(wait_no_shims(s.fx.ns(), 5s));
 }
 
-TEST_CASE("a shim killed with -9 is cleaned up through the delete action", "[runc-e2e][runtime-binary][sanitized]") {
+TEST_CASE("a shim killed with -9 is cleaned up through the delete action",
+          "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   auto events = s.fx.subscribe_events();
@@ -253,8 +267,10 @@ TEST_CASE("events and exec results match the Go shim", "[runc-e2e]") {
     Setup s(shim);
     Observed o;
     auto events = s.fx.subscribe_events();
-    s.fx.ctr_ok(s.run({"-d"}, "cmp", {"/bin/sh", "-c", "trap 'exit 4' TERM; /bin/sleep 600 & wait"}));
-    auto exec = s.fx.ctr({"task", "exec", "--exec-id", "x1", "cmp", "/bin/sh", "-c", "echo cmp-out; exit 9"});
+    s.fx.ctr_ok(
+        s.run({"-d"}, "cmp", {"/bin/sh", "-c", "trap 'exit 4' TERM; /bin/sleep 600 & wait"}));
+    auto exec = s.fx.ctr(
+        {"task", "exec", "--exec-id", "x1", "cmp", "/bin/sh", "-c", "echo cmp-out; exit 9"});
     o.exec_out = exec.out;
     o.exec_code = exec.exit_code;
     s.fx.ctr_ok({"task", "kill", "cmp"});
@@ -281,7 +297,8 @@ TEST_CASE("events and exec results match the Go shim", "[runc-e2e]") {
 namespace shim::test {
 namespace {
 
-TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim", "[runc-e2e][runtime-binary][sanitized]") {
+TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim",
+          "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "met", {"/bin/sleep", "600"})).ok());
@@ -293,7 +310,8 @@ TEST_CASE("ctr task metrics reads the cgroup v1 metrics from our shim", "[runc-e
   REQUIRE(s.fx.ctr_ok({"task", "rm", "met"}).ok());
 }
 
-TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e][runtime-binary][sanitized]") {
+TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit",
+          "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   if (::access("/sys/fs/cgroup/memory/memory.oom_control", F_OK) != 0 &&
       ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0) {
@@ -316,7 +334,8 @@ TEST_CASE("an OOM kill publishes /tasks/oom before /tasks/exit", "[runc-e2e][run
 namespace shim::test {
 namespace {
 
-TEST_CASE("pause and resume change the task state and publish events", "[runc-e2e][runtime-binary][sanitized]") {
+TEST_CASE("pause and resume change the task state and publish events",
+          "[runc-e2e][runtime-binary][sanitized]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   Setup s;
   auto events = s.fx.subscribe_events();
@@ -332,6 +351,8 @@ TEST_CASE("pause and resume change the task state and publish events", "[runc-e2
   REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "pz"}).ok());
   REQUIRE(s.wait_status("pz", "STOPPED", 10s));
   REQUIRE(s.fx.ctr_ok({"task", "rm", "pz"}).ok());
+  // ctr returns before `ctr events` has printed the last event: wait for it.
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"pz\""}, 5s));
   CHECK(event_topics_for(*events, "pz") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/paused", "/tasks/resumed",
                                  "/tasks/exit", "/tasks/delete"});
