@@ -150,7 +150,7 @@ TEST_CASE("CRI pod teardown: no killall errors from the shim in containerd's log
     CriDaemon& daemon = env.daemon(side);
     const std::size_t killall_before = daemon.log_lines_with(kKillAllError).size();
     const std::size_t transition_before = daemon.log_lines_with(kTransitionError).size();
-    // 3 rounds showed the old race in most runs; tests/unit/runtime_task_service_test.cpp
+    // 3 rounds showed the old race in most runs; tests/unit/task/runtime_task_service_test.cpp
     // pins the ordering that fixed it. LIBSHIM_CRI_ROUNDS=8 for a longer hunt.
     churn_pods(env, side, rounds(3), 5);
     std::this_thread::sleep_for(500ms);  // the last shims' log lines

@@ -1,5 +1,5 @@
 // A scratch cgroupfs tree for the cgroup fuzz targets, filled from the input and emptied
-// after each run, the way the unit tests build theirs (tests/unit/cgroup_test_helpers.h)
+// after each run, the way the unit tests build theirs (tests/unit/linux/cgroup_test_helpers.h)
 // but without Catch2.
 //
 // Input format: files separated by header lines "@@ <name>\n"; a file's content is

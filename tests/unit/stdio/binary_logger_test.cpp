@@ -16,18 +16,18 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <catch2/catch.hpp>
 
-#include "isolated_child.h"
-#include "reaper_fixture.h"
-#include "stdio/binary_logger.h"
-#include "shim/stdio/process_io.h"
-#include "stdio/stdio_uri.h"
 #include "process/posix_spawner.h"
+#include "shim/stdio/process_io.h"
+#include "stdio/binary_logger.h"
+#include "stdio/stdio_uri.h"
 #include "stdio_test_helpers.h"
 #include "support/temp_dir.h"
+#include "unit/isolated_child.h"
+#include "unit/reaper_fixture.h"
 
 namespace {
 
@@ -134,14 +134,16 @@ struct Harness {
   }
 
   // stop() and the exit it reports, with the time it took.
-  std::optional<shim::ProcessExit> stop(BinaryLogger& logger, std::chrono::milliseconds* took = nullptr) {
+  std::optional<shim::ProcessExit> stop(BinaryLogger& logger,
+                                        std::chrono::milliseconds* took = nullptr) {
     std::promise<std::optional<shim::ProcessExit>> done;
     auto begin = std::chrono::steady_clock::now();
     logger.stop([&](const std::optional<shim::ProcessExit>& exit) { done.set_value(exit); });
     auto future = done.get_future();
     if (future.wait_for(5s) != std::future_status::ready) return std::nullopt;
     if (took) {
-      *took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin);
+      *took = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - begin);
     }
     return future.get();
   }
@@ -155,7 +157,7 @@ struct Harness {
 };
 
 std::string pipe_link(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return "?";
   return fmt::format("pipe:[{}]", st.st_ino);
 }
@@ -179,23 +181,27 @@ std::vector<int> open_fds(pid_t pid) {
 TEST_CASE("logger arguments follow Go's url.Query in query order", "[binary-logger]") {
   using shim::binary_logger_args;
   CHECK(binary_logger_args("") == std::vector<std::string>{});
-  CHECK(binary_logger_args("key=value&alpha=1") == std::vector<std::string>{"key", "value", "alpha", "1"});
+  CHECK(binary_logger_args("key=value&alpha=1") ==
+        std::vector<std::string>{"key", "value", "alpha", "1"});
   CHECK(binary_logger_args("z=two+words%21&k%3D=a%26b") ==
         std::vector<std::string>{"z", "two words!", "k=", "a&b"});
   // First value wins, a bare key gets "", empty pairs are skipped, "=v" has an empty key.
-  CHECK(binary_logger_args("a=1&&a=2&flag&=v") == std::vector<std::string>{"a", "1", "flag", "", "", "v"});
+  CHECK(binary_logger_args("a=1&&a=2&flag&=v") ==
+        std::vector<std::string>{"a", "1", "flag", "", "", "v"});
   // Pairs Go's parser rejects are dropped: bad escapes, ';' separators.
   CHECK(binary_logger_args("bad=%zz&x=1;y=2&ok=%41") == std::vector<std::string>{"ok", "A"});
 }
 
-TEST_CASE("binary:// logger gets exactly its argv, environment and fds 3 and 4", "[binary-logger]") {
+TEST_CASE("binary:// logger gets exactly its argv, environment and fds 3 and 4",
+          "[binary-logger]") {
   auto outcome = shim_test::run_in_child([](ChildReport& report) {
     LoopWithReaper loop;
     ExitCollector fanned;
     shim::Subscription subscription = loop.reaper.subscribe(fanned.callback());
     Harness h(loop);
     std::shared_ptr<BinaryLogger> logger;
-    shim::Status made = h.make(kInspectLogger, "binary", "key=value&alpha=1&zeta=two+words&key=dup", &logger);
+    shim::Status made =
+        h.make(kInspectLogger, "binary", "key=value&alpha=1&zeta=two+words&key=dup", &logger);
     if (!report.check(made.ok(), made.to_string())) return;
     report.check(logger->pid() == -1, "pid before start");
     shim::Status started = logger->start();
@@ -213,12 +219,14 @@ TEST_CASE("binary:// logger gets exactly its argv, environment and fds 3 and 4",
     stdio::Fd out = logger->take_stdout_writer();
     stdio::Fd err = logger->take_stderr_writer();
     report.check(!logger->take_stdout_writer().valid(), "stdout writer taken twice");
-    report.check(eventually([&] { return read_text(fmt::format("/proc/{}/comm", pid)) == "sleep\n"; }, 2s),
-                 "logger did not exec sleep");
+    report.check(
+        eventually([&] { return read_text(fmt::format("/proc/{}/comm", pid)) == "sleep\n"; }, 2s),
+        "logger did not exec sleep");
     std::vector<int> fds = open_fds(pid);
     report.check(fds == std::vector<int>{0, 1, 2, 3, 4},
                  fmt::format("logger fds: {}", fmt::join(fds, ",")));
-    for (int fd : {0, 1, 2}) report.check(fd_link(pid, fd) == "/dev/null", fmt::format("fd {}: {}", fd, fd_link(pid, fd)));
+    for (int fd : {0, 1, 2})
+      report.check(fd_link(pid, fd) == "/dev/null", fmt::format("fd {}: {}", fd, fd_link(pid, fd)));
     report.check(fd_link(pid, 3) == pipe_link(out.get()), "fd 3: " + fd_link(pid, 3));
     report.check(fd_link(pid, 4) == pipe_link(err.get()), "fd 4: " + fd_link(pid, 4));
 
@@ -249,13 +257,15 @@ TEST_CASE("bytes written to the write ends reach the logger; readiness waits for
       shim::Status started = logger->start();
       auto took = std::chrono::steady_clock::now() - begin;
       if (!report.check(started.ok(), started.to_string())) return;
-      report.check(took >= 100ms, fmt::format("{}: start returned before the logger was ready", scheme));
+      report.check(took >= 100ms,
+                   fmt::format("{}: start returned before the logger was ready", scheme));
 
       std::string out_data = stdio_test::seq_text(40000);  // ~220 KB: more than a pipe holds
       std::string err_data = "to stderr\n";
       stdio::Fd out = logger->take_stdout_writer();
       stdio::Fd err = logger->take_stderr_writer();
-      report.check(::write(err.get(), err_data.data(), err_data.size()) == static_cast<ssize_t>(err_data.size()),
+      report.check(::write(err.get(), err_data.data(), err_data.size()) ==
+                       static_cast<ssize_t>(err_data.size()),
                    "write stderr");
       std::string_view rest = out_data;
       while (!rest.empty()) {
@@ -265,13 +275,15 @@ TEST_CASE("bytes written to the write ends reach the logger; readiness waits for
       }
       out.reset();
       err.reset();
-      report.check(eventually([&] { return read_text(h.dir.sub("stdout")) == out_data; }, 2s),
-                   fmt::format("{}: stdout has {} bytes", scheme, read_text(h.dir.sub("stdout")).size()));
+      report.check(
+          eventually([&] { return read_text(h.dir.sub("stdout")) == out_data; }, 2s),
+          fmt::format("{}: stdout has {} bytes", scheme, read_text(h.dir.sub("stdout")).size()));
       report.check(eventually([&] { return read_text(h.dir.sub("stderr")) == err_data; }, 2s),
                    fmt::format("{}: stderr: {}", scheme, read_text(h.dir.sub("stderr"))));
       report.check(::access(h.dir.sub("term").c_str(), F_OK) != 0, "TERM before stop");
       auto exit = h.stop(*logger);
-      report.check(exit.has_value() && exit->status == 0, fmt::format("{}: exit {}", scheme, exit ? exit->status : -1));
+      report.check(exit.has_value() && exit->status == 0,
+                   fmt::format("{}: exit {}", scheme, exit ? exit->status : -1));
       report.check(read_text(h.dir.sub("term")) == "TERM\n", "the logger did not get SIGTERM");
     }
   });
@@ -281,7 +293,8 @@ TEST_CASE("bytes written to the write ends reach the logger; readiness waits for
 TEST_CASE("EOF without a byte: ready for binary://, an error for binary-v2://", "[binary-logger]") {
   auto outcome = shim_test::run_in_child([](ChildReport& report) {
     LoopWithReaper loop;
-    const std::string kNotReady = "logging binary did not call ready (it may have crashed or exited prematurely)";
+    const std::string kNotReady =
+        "logging binary did not call ready (it may have crashed or exited prematurely)";
     for (const char* script : {kEofLogger, kExitingLogger}) {
       bool alive = script == kEofLogger;
       {
@@ -292,20 +305,23 @@ TEST_CASE("EOF without a byte: ready for binary://, an error for binary-v2://", 
         report.check(started.ok(), "binary:// EOF is ready: " + started.to_string());
         auto exit = h.stop(*logger);
         int expected = alive ? 128 + SIGTERM : 3;
-        report.check(exit.has_value() && exit->status == expected,
-                     fmt::format("binary:// exit {} (expected {})", exit ? exit->status : -1, expected));
+        report.check(
+            exit.has_value() && exit->status == expected,
+            fmt::format("binary:// exit {} (expected {})", exit ? exit->status : -1, expected));
       }
       {
         Harness h(loop);
         std::shared_ptr<BinaryLogger> logger;
         if (!report.check(h.make(script, "binary-v2", "", &logger).ok(), "create")) return;
         shim::Status started = logger->start();
-        report.check(!started.ok() && started.message() == kNotReady, "binary-v2: " + started.to_string());
+        report.check(!started.ok() && started.message() == kNotReady,
+                     "binary-v2: " + started.to_string());
         // The failed logger is killed; stop() only collects its exit.
         auto exit = h.stop(*logger);
         int expected = alive ? 128 + SIGKILL : 3;
-        report.check(exit.has_value() && exit->status == expected,
-                     fmt::format("binary-v2 exit {} (expected {})", exit ? exit->status : -1, expected));
+        report.check(
+            exit.has_value() && exit->status == expected,
+            fmt::format("binary-v2 exit {} (expected {})", exit ? exit->status : -1, expected));
       }
     }
   });
@@ -322,8 +338,9 @@ TEST_CASE("stop: SIGTERM, then SIGKILL after the grace period", "[binary-logger]
     shim::Status started = logger->start();
     if (!report.check(started.ok(), started.to_string())) return;
     pid_t pid = logger->pid();
-    report.check(eventually([&] { return read_text(fmt::format("/proc/{}/comm", pid)) == "sleep\n"; }, 2s),
-                 "logger did not exec sleep");
+    report.check(
+        eventually([&] { return read_text(fmt::format("/proc/{}/comm", pid)) == "sleep\n"; }, 2s),
+        "logger did not exec sleep");
     std::chrono::milliseconds took{};
     auto exit = h.stop(*logger, &took);
     report.check(exit.has_value() && exit->status == 128 + SIGKILL,
@@ -342,10 +359,12 @@ TEST_CASE("readiness is bounded and stop() interrupts a start", "[binary-logger]
       std::shared_ptr<BinaryLogger> logger;
       if (!report.check(h.make(kSilentLogger, "binary", "", &logger).ok(), "create")) return;
       shim::Status started = logger->start();
-      report.check(!started.ok() && started.message().find("did not get ready within 150 ms") != std::string::npos,
+      report.check(!started.ok() && started.message().find("did not get ready within 150 ms") !=
+                                        std::string::npos,
                    started.to_string());
       auto exit = h.stop(*logger);
-      report.check(exit.has_value() && exit->status == 128 + SIGKILL, "timed-out logger not killed");
+      report.check(exit.has_value() && exit->status == 128 + SIGKILL,
+                   "timed-out logger not killed");
     }
     {
       Harness h(loop);
@@ -385,7 +404,7 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
     options.binary_logger = h.settings();
     std::unique_ptr<shim::ProcessIO> io;
     shim::Status created = shim::ProcessIO::create(loop.io.get_executor(), spec, 0, 0,
-                                                        stdio_test::test_logger(), &io, options);
+                                                   stdio_test::test_logger(), &io, options);
     if (!report.check(created.ok(), created.to_string())) return;
     report.check(io->runtime_stdin() == -1, "stdin pipe for a logger");
     report.check(io->runtime_stdout() >= 0 && io->runtime_stderr() >= 0, "no runtime ends");
@@ -404,14 +423,17 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
     loop.run_on_loop([&] { start_status.set_value(io->start()); });
     report.check(start_status.get_future().get().ok(), "start");
     report.check(io->drained(), "nothing to drain with a logger");
-    report.check(eventually([&] { return read_text(h.dir.sub("stdout")) == "out\n"; }, 2s), "stdout");
-    report.check(eventually([&] { return read_text(h.dir.sub("stderr")) == "err\n"; }, 2s), "stderr");
+    report.check(eventually([&] { return read_text(h.dir.sub("stdout")) == "out\n"; }, 2s),
+                 "stdout");
+    report.check(eventually([&] { return read_text(h.dir.sub("stderr")) == "err\n"; }, 2s),
+                 "stderr");
     report.check(::access(h.dir.sub("term").c_str(), F_OK) != 0, "TERM before close");
     // Delete's order: close(), then the reply once the logger has exited.
     std::promise<bool> after_exit;
     loop.run_on_loop([&] {
       io->close();
-      io->after_logger_exit([&] { after_exit.set_value(read_text(h.dir.sub("term")) == "TERM\n"); });
+      io->after_logger_exit(
+          [&] { after_exit.set_value(read_text(h.dir.sub("term")) == "TERM\n"); });
       io.reset();
     });
     auto exited = after_exit.get_future();
@@ -420,8 +442,10 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
     report.check(eventually([&] { return ::kill(pid, 0) != 0; }, 2s), "logger not reaped");
     // Without a logger `next` runs right away.
     std::unique_ptr<shim::ProcessIO> null_io;
-    report.check(shim::ProcessIO::create(loop.io.get_executor(), {}, 0, 0, stdio_test::test_logger(),
-                                              &null_io, options).ok(), "null io");
+    report.check(shim::ProcessIO::create(loop.io.get_executor(), {}, 0, 0,
+                                         stdio_test::test_logger(), &null_io, options)
+                     .ok(),
+                 "null io");
     bool ran = false;
     null_io->after_logger_exit([&] { ran = true; });
     report.check(ran, "after_logger_exit without a logger did not run at once");
@@ -430,15 +454,16 @@ TEST_CASE("ProcessIO with binary://: runc gets the pipes, close() stops the logg
     // Without a reaper and spawner, binary:// stays unimplemented.
     std::unique_ptr<shim::ProcessIO> plain;
     shim::Status unimplemented = shim::ProcessIO::create(loop.io.get_executor(), spec, 0, 0,
-                                                              stdio_test::test_logger(), &plain);
+                                                         stdio_test::test_logger(), &plain);
     report.check(unimplemented.code() == shim::Code::kUnimplemented, unimplemented.to_string());
     // A failing start job names the I/O setup, as the Go shim does.
     shim::StdioSpec missing{"", "binary-v2:///nonexistent/logger", ""};
     shim::Status created2 = shim::ProcessIO::create(loop.io.get_executor(), missing, 0, 0,
-                                                         stdio_test::test_logger(), &plain, options);
+                                                    stdio_test::test_logger(), &plain, options);
     if (!report.check(created2.ok(), created2.to_string())) return;
     shim::Status failed = plain->logger_starter()();
-    report.check(failed.message().starts_with("failed to create init process I/O: failed to start binary process: exec /nonexistent/logger"),
+    report.check(failed.message().starts_with("failed to create init process I/O: failed to start "
+                                              "binary process: exec /nonexistent/logger"),
                  failed.to_string());
     loop.run_on_loop([&] { plain.reset(); });
   });

@@ -7,13 +7,13 @@
 #include <chrono>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "isolated_child.h"
-#include "reaper_fixture.h"
 #include "process/posix_spawner.h"
 #include "shim/process/run_command.h"
+#include "unit/isolated_child.h"
+#include "unit/reaper_fixture.h"
 
 using namespace std::chrono_literals;
 using shim_test::ChildReport;
@@ -30,8 +30,8 @@ TEST_CASE("run_and_capture collects output, feeds input, bounds size and time", 
     {  // stdin in, stdout and stderr out, exit code
       shim::SpawnRequest request{.path = "/bin/sh",
                                  .argv = {"sh", "-c", "cat; echo oops >&2; exit 3"}};
-      shim::Status status = shim::run_and_capture(loop.reaper, spawner, request,
-                                                  {.input = "hello\n"}, &result);
+      shim::Status status =
+          shim::run_and_capture(loop.reaper, spawner, request, {.input = "hello\n"}, &result);
       report.check(status.ok(), "cat: " + status.to_string());
       report.check(result.out == "hello\n", "cat out: " + result.out);
       report.check(result.err == "oops\n", "cat err: " + result.err);
@@ -41,19 +41,20 @@ TEST_CASE("run_and_capture collects output, feeds input, bounds size and time", 
       std::string big(1 << 20, 'x');
       for (std::size_t i = 0; i < big.size(); i += 4099) big[i] = static_cast<char>('a' + i % 26);
       shim::SpawnRequest request{.path = "/bin/cat"};
-      shim::Status status = shim::run_and_capture(
-          loop.reaper, spawner, request, {.input = big, .max_output = 2 << 20}, &result);
+      shim::Status status = shim::run_and_capture(loop.reaper, spawner, request,
+                                                  {.input = big, .max_output = 2 << 20}, &result);
       report.check(status.ok() && result.out == big && !result.out_truncated,
                    fmt::format("1 MiB through cat: {} bytes back", result.out.size()));
     }
     {  // bounded output: the child still runs to completion (no SIGPIPE)
-      shim::SpawnRequest request{.path = "/usr/bin/head", .argv = {"head", "-c", "100000", "/dev/zero"}};
+      shim::SpawnRequest request{.path = "/usr/bin/head",
+                                 .argv = {"head", "-c", "100000", "/dev/zero"}};
       shim::Status status =
           shim::run_and_capture(loop.reaper, spawner, request, {.max_output = 1000}, &result);
-      report.check(status.ok() && result.out.size() == 1000 && result.out_truncated &&
-                       result.exit.status == 0,
-                   fmt::format("truncation: {} bytes, status {}", result.out.size(),
-                               result.exit.status));
+      report.check(
+          status.ok() && result.out.size() == 1000 && result.out_truncated &&
+              result.exit.status == 0,
+          fmt::format("truncation: {} bytes, status {}", result.out.size(), result.exit.status));
     }
     {  // input the child never reads: no SIGPIPE for us
       shim::SpawnRequest request{.path = "/bin/true"};
@@ -67,7 +68,8 @@ TEST_CASE("run_and_capture collects output, feeds input, bounds size and time", 
       shim::Status status =
           shim::run_and_capture(loop.reaper, spawner, request, {.timeout = 200ms}, &result);
       auto took = std::chrono::steady_clock::now() - started;
-      report.check(status.code() == shim::Code::kDeadlineExceeded, "timeout: " + status.to_string());
+      report.check(status.code() == shim::Code::kDeadlineExceeded,
+                   "timeout: " + status.to_string());
       report.check(status.message() == "/bin/sleep: timed out after 200 ms", status.message());
       report.check(result.exit.status == 128 + SIGKILL, "killed status");
       report.check(took < 5s, "timeout took too long");
@@ -84,9 +86,9 @@ TEST_CASE("run_and_capture collects output, feeds input, bounds size and time", 
       // The orphan was reparented to us; its exit is fanned out like any unknown pid.
       report.check(fanned.wait_for_count(1, 10s), "orphan exit not fanned out");
       auto exits = fanned.exits();
-      report.check(!exits.empty() && exits.back().pid == background &&
-                       exits.back().status == 128 + SIGKILL,
-                   "orphan exit");
+      report.check(
+          !exits.empty() && exits.back().pid == background && exits.back().status == 128 + SIGKILL,
+          "orphan exit");
     }
     {  // spawn failure and spawn_and_wait
       shim::SpawnRequest bad{.path = "/nonexistent/libshim-cmd"};
@@ -135,9 +137,9 @@ TEST_CASE("run_and_capture collects output, feeds input, bounds size and time", 
           loop.reaper, spawner, request,
           {.out = shim::OutputRoute::kAsRequested, .err = shim::OutputRoute::kSameAsStdout},
           &result);
-      report.check(status.ok() && result.exit.status == 0 && result.out.empty() &&
-                       result.err.empty(),
-                   "dev null: " + status.to_string());
+      report.check(
+          status.ok() && result.exit.status == 0 && result.out.empty() && result.err.empty(),
+          "dev null: " + status.to_string());
     }
     {  // stdout cannot follow itself
       shim::SpawnRequest request{.path = "/bin/true"};

@@ -20,15 +20,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "isolated_child.h"
-#include "reaper_fixture.h"
-#include "shim/stdio/process_io.h"
 #include "process/posix_spawner.h"
-#include "stdio/terminal_io.h"
 #include "shim/fs.h"
+#include "shim/stdio/process_io.h"
+#include "stdio/terminal_io.h"
+#include "stdio_test_helpers.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
-#include "stdio_test_helpers.h"
+#include "unit/isolated_child.h"
+#include "unit/reaper_fixture.h"
 
 namespace {
 
@@ -41,7 +41,7 @@ using shim::test::TempDir;
 using namespace stdio_test;
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
 
@@ -91,9 +91,8 @@ int runc_sends_console(const std::string& socket_path, bool raw = true) {
 struct Terminal {
   explicit Terminal(StdioSpec spec_in) : spec(std::move(spec_in)) {
     spec.terminal = true;
-    shim::Status status = io.run([&] {
-      return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio);
-    });
+    shim::Status status =
+        io.run([&] { return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio); });
     INFO(status.to_string());
     REQUIRE(status.ok());
     socket_path = pio->console_socket_path();
@@ -118,7 +117,9 @@ struct Terminal {
   bool wait_drained(std::chrono::milliseconds timeout) {
     auto promise = std::make_shared<std::promise<bool>>();
     auto result = promise->get_future();
-    io.run([&] { pio->wait_drained(timeout, [promise](bool drained) { promise->set_value(drained); }); });
+    io.run([&] {
+      pio->wait_drained(timeout, [promise](bool drained) { promise->set_value(drained); });
+    });
     REQUIRE(result.wait_for(timeout + 5s) == std::future_status::ready);
     return result.get();
   }
@@ -281,7 +282,8 @@ TEST_CASE("terminal: file:// stdout appends the console output", "[terminal]") {
   CHECK(content == "to-file");
 }
 
-TEST_CASE("terminal: the console receiver gives a clear error when runc sent nothing", "[terminal]") {
+TEST_CASE("terminal: the console receiver gives a clear error when runc sent nothing",
+          "[terminal]") {
   Terminal t(StdioSpec{"", "", "", true});
   std::string dir = dir_of(t.socket_path);
   // A close() while nothing came: the receiver fails at once, the dir is gone.
@@ -324,7 +326,7 @@ TEST_CASE("terminal: a stdout client arriving late still gets the output", "[ter
   IoThread io;
   std::shared_ptr<shim::TerminalIO> terminal;
   REQUIRE(shim::TerminalIO::create(io.executor(), StdioSpec{"", out, "", true}, test_logger(),
-                                        &terminal)
+                                   &terminal)
               .ok());
   int slave = runc_sends_console(terminal->console_socket_path());
   REQUIRE(terminal->receive_console(2s).ok());
@@ -334,8 +336,9 @@ TEST_CASE("terminal: a stdout client arriving late still gets the output", "[ter
   shim::stdio::Fd keeper;
   auto done = std::make_shared<std::promise<std::uint64_t>>();
   REQUIRE(io.run([&] {
-              return terminal->start(shim::stdio::Fd(), &keeper,
-                                     [done](const shim::stdio::CopyResult& r) { done->set_value(r.bytes); });
+              return terminal->start(
+                  shim::stdio::Fd(), &keeper,
+                  [done](const shim::stdio::CopyResult& r) { done->set_value(r.bytes); });
             }).ok());
   write_all(slave, "late");
   ::close(slave);
@@ -373,7 +376,8 @@ TEST_CASE("terminal: a binary:// logger gets the console output on its stdout pi
     options.binary_logger.ns = "ns1";
     std::unique_ptr<ProcessIO> pio;
     StdioSpec spec{"", "binary://" + logger, "", true};
-    shim::Status created = ProcessIO::create(loop.io.get_executor(), spec, 0, 0, test_logger(), &pio, options);
+    shim::Status created =
+        ProcessIO::create(loop.io.get_executor(), spec, 0, 0, test_logger(), &pio, options);
     if (!report.check(created.ok(), created.to_string())) return;
     report.check(pio->runtime_stdout() == -1 && pio->runtime_stderr() == -1, "pipes for runc");
     shim::Status ready = std::async(std::launch::async, pio->logger_starter()).get();
@@ -404,7 +408,8 @@ TEST_CASE("terminal: a binary:// logger gets the console output on its stdout pi
       pio->after_logger_exit([&] { closed.set_value(); });
       pio.reset();
     });
-    report.check(closed.get_future().wait_for(15s) == std::future_status::ready, "logger not stopped");
+    report.check(closed.get_future().wait_for(15s) == std::future_status::ready,
+                 "logger not stopped");
   });
   shim_test::require_child_passed(outcome);
 }
@@ -417,7 +422,9 @@ TEST_CASE("terminal: no fd or dir leaks across create/receive/start/close cycles
   auto cycle = [&](bool start) {
     std::unique_ptr<ProcessIO> pio;
     StdioSpec spec{in, out, "", true};
-    REQUIRE(io.run([&] { return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio); }).ok());
+    REQUIRE(io.run([&] {
+                return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio);
+              }).ok());
     std::string socket_dir = dir_of(pio->console_socket_path());
     if (start) {
       FifoReader reader(out);

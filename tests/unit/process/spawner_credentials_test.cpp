@@ -24,10 +24,10 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "isolated_child.h"
 #include "process/posix_spawner.h"
 #include "shim/stdio/pty.h"
 #include "support/busybox_rootfs.h"
+#include "unit/isolated_child.h"
 
 namespace {
 

@@ -17,16 +17,16 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
-#include "isolated_child.h"
-#include "reaper_fixture.h"
-#include "shim/process/exit_future.h"
 #include "process/posix_spawner.h"
+#include "shim/process/exit_future.h"
 #include "shim/process/work_pool.h"
-#include "test_processes.h"
+#include "unit/isolated_child.h"
+#include "unit/reaper_fixture.h"
+#include "unit/test_processes.h"
 
 namespace {
 
@@ -132,10 +132,10 @@ TEST_CASE("reaper reaps 1000 children and reparented grandchildren exactly once"
     auto started = std::chrono::steady_clock::now();
     for (int i = 0; i < kChildren; ++i) {
       // Children end at once; a grandchild is then reparented to us (the subreaper).
-      pid_t pid = i % 2 == 0 ? factory.start_with_grandchild(ending_for(i, false),
-                                                             ending_for(i, true), release.read_end,
-                                                             grandchildren.write_end, i)
-                             : factory.start(ending_for(i, false));
+      pid_t pid = i % 2 == 0
+                      ? factory.start_with_grandchild(ending_for(i, false), ending_for(i, true),
+                                                      release.read_end, grandchildren.write_end, i)
+                      : factory.start(ending_for(i, false));
       expected[pid] = ending_for(i, false).expected_status();
     }
     for (int n = 0; n < kChildren / 2; ++n) {
@@ -148,7 +148,8 @@ TEST_CASE("reaper reaps 1000 children and reparented grandchildren exactly once"
 
     bool all = collector.wait_for_count(expected.size(), 60s);
     auto elapsed = std::chrono::steady_clock::now() - started;
-    report.check(all, fmt::format("only {} of {} exits arrived", collector.size(), expected.size()));
+    report.check(all,
+                 fmt::format("only {} of {} exits arrived", collector.size(), expected.size()));
     loop.reaper.reap_now();
     std::this_thread::sleep_for(50ms);  // a duplicate would show up by now
     check_exits(report, expected, collector.exits());
@@ -201,9 +202,9 @@ TEST_CASE("reaper loses nothing when SIGCHLDs coalesce into one", "[reaper]") {
     report.check(collector.wait_for_count(expected.size(), 30s), "exits missing");
     check_exits(report, expected, collector.exits());
     shim::ReaperStats after = loop.reaper.stats();
-    report.check(after.wakeups - before.wakeups == 1,
-                 fmt::format("{} wakeups, expected 1 coalesced SIGCHLD",
-                             after.wakeups - before.wakeups));
+    report.check(
+        after.wakeups - before.wakeups == 1,
+        fmt::format("{} wakeups, expected 1 coalesced SIGCHLD", after.wakeups - before.wakeups));
     report.check(after.reaped - before.reaped == kChildren,
                  fmt::format("reaped {} in that wakeup", after.reaped - before.reaped));
     report.check(shim_test::no_children_left(), "children or zombies left");
@@ -287,9 +288,9 @@ TEST_CASE("claimed spawns get exactly their own status and are not fanned out", 
     for (int i = 0; i < kClaimed; ++i) {
       const Result& r = results[static_cast<std::size_t>(i)];
       claimed_pids.insert(r.pid);
-      report.check(r.has_exit && r.status == i + 1,
-                   fmt::format("claimed #{} pid {}: status {}, expected {}", i, r.pid, r.status,
-                               i + 1));
+      report.check(
+          r.has_exit && r.status == i + 1,
+          fmt::format("claimed #{} pid {}: status {}, expected {}", i, r.pid, r.status, i + 1));
       if (i % 2 == 1) report.check(r.on_loop, fmt::format("async wait #{} not on the loop", i));
     }
     report.check(claimed_pids.size() == kClaimed, "claimed pids not distinct");
@@ -389,9 +390,9 @@ TEST_CASE("stopping the reaper abandons claims; signals share the watcher", "[re
     report.check(sleeper.handle.signal(SIGKILL).ok(), "kill sleeper");
     ::waitpid(sleeper.pid, nullptr, 0);  // nobody reaps after stop()
     shim::ClaimedProcess refused;
-    report.check(loop.reaper.spawn_claimed(spawner, request, &refused).code() ==
-                     shim::Code::kUnavailable,
-                 "spawn_claimed after stop must fail");
+    report.check(
+        loop.reaper.spawn_claimed(spawner, request, &refused).code() == shim::Code::kUnavailable,
+        "spawn_claimed after stop must fail");
   });
   shim_test::require_child_passed(outcome);
 }

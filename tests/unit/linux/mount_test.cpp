@@ -17,16 +17,16 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "isolated_child.h"
 #include "gocompat/go_compat.h"
-#include "shim/linux/mount.h"
 #include "linux/mount_options.h"
 #include "linux/root_path.h"
 #include "shim/fs.h"
+#include "shim/linux/mount.h"
 #include "support/temp_dir.h"
+#include "unit/isolated_child.h"
 
 namespace {
 
@@ -106,7 +106,8 @@ TEST_CASE("mount options -> flags and data", "[runc]") {
       {{"unbindable"}, MS_UNBINDABLE, ""},
       {{"runbindable"}, MS_UNBINDABLE | MS_REC, ""},
       {{"defaults"}, 0, ""},
-      {{"index=off", "ro", "lowerdir=/a:/b", "upperdir=/u", "workdir=/w"}, MS_RDONLY,
+      {{"index=off", "ro", "lowerdir=/a:/b", "upperdir=/u", "workdir=/w"},
+       MS_RDONLY,
        "index=off,lowerdir=/a:/b,upperdir=/u,workdir=/w"},
       {{"size=65536k", "mode=755", "nosuid"}, MS_NOSUID, "size=65536k,mode=755"},
       {{"RO", "Bind"}, 0, "RO,Bind"},  // options are case-sensitive, like containerd's map
@@ -133,9 +134,9 @@ TEST_CASE("overlay lowerdirs are rewritten relative to their common parent", "[r
       {"index=off", "lowerdir=" + root + "/13/fs:" + root + "/12/fs:" + root + "/1/fs",
        "upperdir=" + root + "/14/fs", "workdir=" + root + "/14/work"});
   CHECK(compacted.chdir == root + "/");
-  CHECK(compacted.options ==
-        std::vector<std::string>{"index=off", "upperdir=" + root + "/14/fs",
-                                 "workdir=" + root + "/14/work", "lowerdir=13/fs:12/fs:1/fs"});
+  CHECK(compacted.options == std::vector<std::string>{"index=off", "upperdir=" + root + "/14/fs",
+                                                      "workdir=" + root + "/14/work",
+                                                      "lowerdir=13/fs:12/fs:1/fs"});
 
   std::vector<std::string> single{"lowerdir=" + root + "/1/fs", "upperdir=/u"};
   CHECK(shim::compact_lowerdir_option(single).chdir.empty());
@@ -182,9 +183,9 @@ TEST_CASE("mount_all / unmount_all with real mounts", "[runc]") {
     shim::test::TempDir dir("runc-mnt-");
     const std::string bundle = dir.path();
     const std::string source = bundle + "/source";
-    report.check(make_dir(source) && make_dir(source + "/mnt") &&
-                     write_text(source + "/hello", "hi"),
-                 "prepare source");
+    report.check(
+        make_dir(source) && make_dir(source + "/mnt") && write_text(source + "/hello", "hi"),
+        "prepare source");
     std::string rootfs;
     shim::Status made = shim::make_rootfs_dir(bundle, &rootfs);
     report.check(made.ok() && rootfs == bundle + "/rootfs", "rootfs dir: " + made.to_string());
@@ -264,7 +265,8 @@ TEST_CASE("mount_all failures: rollback and clear errors", "[runc]") {
     report.check(fuse.message().find("FUSE") != std::string::npos, "fuse: " + fuse.message());
     shim::Status idmap =
         shim::mount_entry({"bind", "/", "", {"rbind", "uidmap=0:1:1", "gidmap=0:1:1"}}, rootfs);
-    report.check(idmap.message().find("idmapped") != std::string::npos, "idmap: " + idmap.message());
+    report.check(idmap.message().find("idmapped") != std::string::npos,
+                 "idmap: " + idmap.message());
     report.check(mounts_under(rootfs).empty(), "nothing mounted by the refusals");
 
     // Propagation needs its own mount call.
@@ -296,8 +298,7 @@ TEST_CASE("overlay with a lowerdir list longer than a page fits by compaction", 
     std::string work = snapshots + "/upper/work";
     report.check(shim::make_dirs(upper, 0755).ok() && shim::make_dirs(work, 0755).ok(),
                  "mkdir upper");
-    std::vector<std::string> options{"index=off", lowerdir, "upperdir=" + upper,
-                                     "workdir=" + work};
+    std::vector<std::string> options{"index=off", lowerdir, "upperdir=" + upper, "workdir=" + work};
     report.check(shim::mount_options_size(options) > 4096,
                  fmt::format("options are {} bytes", shim::mount_options_size(options)));
     std::string rootfs;
@@ -309,13 +310,12 @@ TEST_CASE("overlay with a lowerdir list longer than a page fits by compaction", 
     report.check(mounted.ok(), "overlay: " + mounted.to_string());
     report.check(read_text(rootfs + "/file1") == "1" && read_text(rootfs + "/file40") == "40",
                  "layers visible");
-    report.check(write_text(rootfs + "/upper-file", "u") &&
-                     read_text(upper + "/upper-file") == "u",
+    report.check(write_text(rootfs + "/upper-file", "u") && read_text(upper + "/upper-file") == "u",
                  "writes go to upperdir");
     char cwd_after[4096];
-    report.check(::getcwd(cwd_after, sizeof cwd_after) != nullptr &&
-                     std::string(cwd_before) == cwd_after,
-                 "the process's working directory did not change");
+    report.check(
+        ::getcwd(cwd_after, sizeof cwd_after) != nullptr && std::string(cwd_before) == cwd_after,
+        "the process's working directory did not change");
     report.check(shim::unmount_all(rootfs).ok() && mounts_under(rootfs).empty(),
                  "overlay unmounted");
   });
@@ -323,7 +323,8 @@ TEST_CASE("overlay with a lowerdir list longer than a page fits by compaction", 
 }
 
 TEST_CASE("loop mounts attach an autoclear loop device", "[runc]") {
-  if (::access("/dev/loop-control", R_OK | W_OK) != 0 || ::access("/usr/sbin/mkfs.ext4", X_OK) != 0) {
+  if (::access("/dev/loop-control", R_OK | W_OK) != 0 ||
+      ::access("/usr/sbin/mkfs.ext4", X_OK) != 0) {
     WARN("no /dev/loop-control or mkfs.ext4: loop mount not tested");
     return;
   }
@@ -345,7 +346,8 @@ TEST_CASE("loop mounts attach an autoclear loop device", "[runc]") {
     std::size_t at = line.find(" - ext4 /dev/loop");
     report.check(at != std::string::npos && line.find(" ro") != std::string::npos,
                  "mounted ro from a loop device: " + line);
-    std::string device = at == std::string::npos ? "" : line.substr(at + 8, line.find(' ', at + 8) - at - 8);
+    std::string device =
+        at == std::string::npos ? "" : line.substr(at + 8, line.find(' ', at + 8) - at - 8);
     report.check(shim::unmount_all(rootfs).ok(), "unmount");
     // Autoclear: the device lets go of the image once unmounted (asynchronously).
     std::string backing = fmt::format("/sys/block/{}/loop/backing_file", device.substr(5));
