@@ -59,8 +59,9 @@ class FakeCgroupTree {
       std::size_t next = input.find("\n@@ ", name_end);
       std::size_t content_start = std::min(name_end + 1, input.size());
       std::size_t content_end = next == std::string_view::npos ? input.size() : next;
-      std::string_view content =
-          content_start < content_end ? input.substr(content_start, content_end - content_start) : std::string_view();
+      std::string_view content = content_start < content_end
+                                     ? input.substr(content_start, content_end - content_start)
+                                     : std::string_view();
       create(input.substr(name_start, name_end - name_start), content);
       at = next;
     }
