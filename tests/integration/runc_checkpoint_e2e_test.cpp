@@ -326,7 +326,7 @@ CommandResult restore(const Setup& s, const std::string& id, const std::string& 
 
 TEST_CASE(
     "ctr task checkpoint through shim-runc as through the Go shim then restore continues counting",
-    "[runc][checkpoint][runtime-binary]") {
+    "[runc][checkpoint][runtime-binary][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   const std::optional<std::string> problem = checkpoint_problem();
   CheckpointRun ours;
