@@ -9,7 +9,8 @@ packages=(
   libprotobuf-dev protobuf-compiler libfmt-dev catch2 libbenchmark-dev
   clang libclang-rt-14-dev
   containerd runc busybox-static
-  crun runsc criu  # other runtimes shim-runc drives through BinaryName; criu for checkpoint tests (tests/README.md)
+  crun runsc  # other runtimes shim-runc drives through BinaryName (tests/README.md)
+  patchelf  # fetch-criu.sh points trixie's criu at its own loader and libraries
   strace procps iproute2 util-linux
   libgrpc++-dev protobuf-compiler-grpc containernetworking-plugins  # CRI tests and benchmark (tests/cri)
   debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it

@@ -25,6 +25,7 @@ phase() { echo "== $* (after $((SECONDS - started)) s)"; }
 
 bash "$repo/cmake/install-deps.sh"
 bash "$repo/cmake/fetch-containerd.sh"  # containerd 1.7/2.1 for the multi-version runs
+bash "$repo/cmake/fetch-criu.sh"        # a CRIU whose `criu check` passes, for checkpoints
 
 sanitized=$asan
 [[ "${SKIP_ASAN:-0}" == 1 ]] && sanitized=""

@@ -11,18 +11,30 @@ using namespace std::chrono_literals;
 
 const char* code_name(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "Canceled";
-    case grpc::StatusCode::UNKNOWN: return "Unknown";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "InvalidArgument";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DeadlineExceeded";
-    case grpc::StatusCode::NOT_FOUND: return "NotFound";
-    case grpc::StatusCode::ALREADY_EXISTS: return "AlreadyExists";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FailedPrecondition";
-    case grpc::StatusCode::UNAVAILABLE: return "Unavailable";
-    case grpc::StatusCode::UNIMPLEMENTED: return "Unimplemented";
-    case grpc::StatusCode::INTERNAL: return "Internal";
-    default: return "other";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "Canceled";
+    case grpc::StatusCode::UNKNOWN:
+      return "Unknown";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "InvalidArgument";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DeadlineExceeded";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NotFound";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "AlreadyExists";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FailedPrecondition";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "Unavailable";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "Unimplemented";
+    case grpc::StatusCode::INTERNAL:
+      return "Internal";
+    default:
+      return "other";
   }
 }
 
@@ -45,8 +57,8 @@ CriClient::CriClient(const std::string& socket_path, std::chrono::milliseconds d
   // ExecSync output and 16 MiB logs are read elsewhere, but stats and status replies
   // with verbose info can pass gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel("unix://" + socket_path,
-                                       grpc::InsecureChannelCredentials(), args);
+  channel_ =
+      grpc::CreateCustomChannel("unix://" + socket_path, grpc::InsecureChannelCredentials(), args);
   runtime_ = v1::RuntimeService::NewStub(channel_);
   images_ = v1::ImageService::NewStub(channel_);
 }
@@ -97,7 +109,8 @@ void CriClient::wait_ready(std::chrono::milliseconds timeout) {
       last = e.what();
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(fmt::format("CRI not ready within {} ms: {}", timeout.count(), last));
+      throw std::runtime_error(
+          fmt::format("CRI not ready within {} ms: {}", timeout.count(), last));
     }
     std::this_thread::sleep_for(100ms);
   }
@@ -132,8 +145,9 @@ v1::PodSandboxStatusResponse CriClient::pod_status(const std::string& pod_id, bo
   v1::PodSandboxStatusRequest request;
   request.set_pod_sandbox_id(pod_id);
   request.set_verbose(verbose);
-  return invoke<v1::PodSandboxStatusResponse>(
-      "PodSandboxStatus", LIBSHIM_CRI_METHOD(runtime_, PodSandboxStatus), request, default_timeout_);
+  return invoke<v1::PodSandboxStatusResponse>("PodSandboxStatus",
+                                              LIBSHIM_CRI_METHOD(runtime_, PodSandboxStatus),
+                                              request, default_timeout_);
 }
 
 std::vector<v1::PodSandbox> CriClient::list_pods() {
@@ -151,8 +165,8 @@ std::string CriClient::create_container(const std::string& pod_id,
   *request.mutable_config() = config;
   *request.mutable_sandbox_config() = pod_config;
   return invoke<v1::CreateContainerResponse>("CreateContainer",
-                                             LIBSHIM_CRI_METHOD(runtime_, CreateContainer),
-                                             request, default_timeout_)
+                                             LIBSHIM_CRI_METHOD(runtime_, CreateContainer), request,
+                                             default_timeout_)
       .container_id();
 }
 
@@ -206,15 +220,14 @@ void CriClient::update_resources(const std::string& id, const v1::LinuxContainer
 v1::ContainerStats CriClient::container_stats(const std::string& id) {
   v1::ContainerStatsRequest request;
   request.set_container_id(id);
-  return invoke<v1::ContainerStatsResponse>(
-             "ContainerStats", LIBSHIM_CRI_METHOD(runtime_, ContainerStats), request,
-             default_timeout_)
+  return invoke<v1::ContainerStatsResponse>("ContainerStats",
+                                            LIBSHIM_CRI_METHOD(runtime_, ContainerStats), request,
+                                            default_timeout_)
       .stats();
 }
 
-grpc::Status CriClient::exec_sync_status(const std::string& id,
-                                         const std::vector<std::string>& cmd, long timeout_s,
-                                         v1::ExecSyncResponse* out) {
+grpc::Status CriClient::exec_sync_status(const std::string& id, const std::vector<std::string>& cmd,
+                                         long timeout_s, v1::ExecSyncResponse* out) {
   v1::ExecSyncRequest request;
   request.set_container_id(id);
   for (const auto& arg : cmd) request.add_cmd(arg);
@@ -230,6 +243,18 @@ v1::ExecSyncResponse CriClient::exec_sync(const std::string& id,
   grpc::Status status = exec_sync_status(id, cmd, timeout_s, &reply);
   if (!status.ok()) throw CriError("ExecSync", status);
   return reply;
+}
+
+grpc::Status CriClient::checkpoint_container_status(const std::string& id,
+                                                    const std::string& location, long timeout_s) {
+  v1::CheckpointContainerRequest request;
+  request.set_container_id(id);
+  request.set_location(location);
+  request.set_timeout(timeout_s);
+  v1::CheckpointContainerResponse reply;
+  grpc::ClientContext context;
+  set_deadline(context, default_timeout_ + std::chrono::seconds(timeout_s));
+  return runtime_->CheckpointContainer(&context, request, &reply);
 }
 
 v1::ImageStatusResponse CriClient::image_status(const std::string& image) {

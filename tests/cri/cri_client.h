@@ -63,6 +63,9 @@ class CriClient {
   v1::ExecSyncResponse exec_sync(const std::string& id, const std::vector<std::string>& cmd,
                                  long timeout_s = 0);
 
+  // CheckpointContainer: the status as it came (the tests compare failures too).
+  grpc::Status checkpoint_container_status(const std::string& id, const std::string& location,
+                                           long timeout_s);
   v1::ImageStatusResponse image_status(const std::string& image);
 
  private:

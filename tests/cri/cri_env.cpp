@@ -10,10 +10,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "support/busybox_rootfs.h"
+#include "support/criu.h"
 
 namespace shim::test::cri {
 namespace {
@@ -34,9 +35,10 @@ std::string read_text(const std::string& path) {
 // keeps runc's state in `runc_root` so a test can see what is left.
 std::string runtime_toml(const std::string& prefix, const HandlerSpec& handler,
                          const std::string& runc_root) {
-  std::string toml = fmt::format("\n[{}.containerd.runtimes.{}]\n"
-                                 "  runtime_type = \"io.containerd.runc.v2\"\n",
-                                 prefix, handler.name);
+  std::string toml = fmt::format(
+      "\n[{}.containerd.runtimes.{}]\n"
+      "  runtime_type = \"io.containerd.runc.v2\"\n",
+      prefix, handler.name);
   if (!handler.runtime_path.empty()) {
     toml += fmt::format("  runtime_path = \"{}\"\n", handler.runtime_path);
   }
@@ -49,9 +51,7 @@ std::string runtime_toml(const std::string& prefix, const HandlerSpec& handler,
 
 const char* side_name(Side side) { return side == Side::ours ? "ours" : "go"; }
 
-std::string our_shim_binary() {
-  return LIBSHIM_BINARY_DIR "/shim-runc/containerd-shim-runc-v2";
-}
+std::string our_shim_binary() { return LIBSHIM_BINARY_DIR "/shim-runc/containerd-shim-runc-v2"; }
 
 std::string go_shim_binary(const std::string& containerd_bin) {
   return (fs::path(containerd_bin).parent_path() / "containerd-shim-runc-v2").string();
@@ -77,6 +77,8 @@ CriDaemon::CriDaemon(std::vector<HandlerSpec> handlers, std::vector<std::string>
   options.cri = true;
   options.start = false;
   options.path_prepend = std::move(path_prepend);
+  // containerd checks CRIU for CheckpointContainer and runc runs it: the cached one.
+  options.path_prepend.push_back(criu_path_dir());
   options.start_timeout = 60s;
   fx_ = std::make_unique<PrivateContainerd>(options);
   const std::size_t hash = std::hash<std::string>{}(fx_->ns());
@@ -119,8 +121,8 @@ std::string CriDaemon::config_toml(const std::vector<HandlerSpec>& handlers) con
   const bool v3 = fx_->version().major >= 2;
   // 2.x (config version 3) split the CRI plugin: runtime settings, image settings and the
   // gRPC/streaming server each have their own table.
-  const std::string runtime = v3 ? "plugins.\"io.containerd.cri.v1.runtime\""
-                                 : "plugins.\"io.containerd.grpc.v1.cri\"";
+  const std::string runtime =
+      v3 ? "plugins.\"io.containerd.cri.v1.runtime\"" : "plugins.\"io.containerd.grpc.v1.cri\"";
   const std::string server = "plugins.\"io.containerd.grpc.v1.cri\"";
   std::string toml;
   if (v3) {
@@ -138,8 +140,9 @@ std::string CriDaemon::config_toml(const std::vector<HandlerSpec>& handlers) con
   // No CAP_SYS_RESOURCE here: runc could not set the pause container's oom_score_adj of
   // -998; restrict_oom_score_adj clamps it to ours. No AppArmor on this kernel. Network
   // namespaces go under the private state dir instead of the host's /var/run/netns.
-  toml += "  restrict_oom_score_adj = true\n  disable_apparmor = true\n"
-          "  netns_mounts_under_state_dir = true\n";
+  toml +=
+      "  restrict_oom_score_adj = true\n  disable_apparmor = true\n"
+      "  netns_mounts_under_state_dir = true\n";
   toml += fmt::format("\n[{}.containerd]\n  default_runtime_name = \"{}\"\n", runtime,
                       handlers.at(0).name);
   if (!v3) toml += "  snapshotter = \"overlayfs\"\n";
@@ -165,8 +168,7 @@ void CriDaemon::write_cni_config() const {
 }
 
 std::string CriDaemon::bundle_dir(const std::string& id) const {
-  return fmt::format("{}/io.containerd.runtime.v2.task/{}/{}", fx_->state_dir(), kCriNamespace,
-                     id);
+  return fmt::format("{}/io.containerd.runtime.v2.task/{}/{}", fx_->state_dir(), kCriNamespace, id);
 }
 
 std::string CriDaemon::shim_address(const std::string& id) const {
@@ -220,8 +222,8 @@ CriEnv::CriEnv() : work_("lscri-") {
   }
   // 1.6: runtime_path is ignored; PATH picks the shim, so one daemon per shim.
   const std::string our_dir = fs::path(our_shim_binary()).parent_path().string();
-  daemons_.push_back(std::make_unique<CriDaemon>(
-      std::vector<HandlerSpec>{{kOurHandler, ""}}, std::vector<std::string>{our_dir}, images));
+  daemons_.push_back(std::make_unique<CriDaemon>(std::vector<HandlerSpec>{{kOurHandler, ""}},
+                                                 std::vector<std::string>{our_dir}, images));
   daemons_.push_back(std::make_unique<CriDaemon>(std::vector<HandlerSpec>{{kGoHandler, ""}},
                                                  std::vector<std::string>{}, images));
 }

@@ -3,13 +3,16 @@
 //
 // The OCI runtime is named through a recording wrapper (`ctr run --runc-binary`) that
 // appends each command line to a file, so the runc command lines both shims build are
-// compared directly (modulo temp paths). Where CRIU works (`criu check` passes), a
-// container is checkpointed and restored for real and must go on counting where it was.
-// Debian 12's criu 3.17 fails `criu check` on newer kernels (vDSO detection): then the
-// checkpoint failure itself is compared (CRIU's message and the dump log path must reach
-// ctr as from the Go shim, and the task keeps running) and the real restore is skipped.
-// The restore path of the shim still runs here: a second case uses a stand-in runtime
-// whose `checkpoint` writes a dummy image and whose `restore` is `create` + `start`.
+// compared directly (modulo temp paths). CRIU is the one cmake/fetch-criu.sh caches
+// (support/criu.h; Debian 12's criu 3.17 fails `criu check` on newer kernels), first on
+// containerd's PATH: where `criu check` passes, a container is checkpointed and restored
+// for real under both shims and must go on counting where it was. Where it does not (or
+// the runtime is crun, which has no checkpoint), the checkpoint failure itself is compared
+// (the error and the dump log path must reach ctr as from the Go shim, and the task keeps
+// running) and the real restore is skipped with the reason. The restore path of the shim
+// also runs with a stand-in runtime whose `checkpoint` writes a dummy image and whose
+// `restore` is `create` + `start` (failures, events, the created-checkpoint state).
+// More real CRIU cases (execs, terminals, CRIU's own errors): runc_criu_e2e_test.cpp.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,13 +22,15 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "support/busybox_image.h"
 #include "support/busybox_rootfs.h"
 #include "support/containerd_fixture.h"
+#include "support/criu.h"
 
 namespace shim::test {
 namespace {
@@ -34,13 +39,17 @@ using namespace std::chrono_literals;
 
 const std::string kOurShimDir = shim::test::shim_build_dir() + "/shim-runc";
 // Writes the count to a file (not stdout: `ctr run -d` keeps nobody reading it).
-const std::string kCounter = "i=0; while :; do echo $i > /tmp/count; i=$((i+1)); /bin/sleep 0.1; done";
+const std::string kCounter =
+    "i=0; while :; do echo $i > /tmp/count; i=$((i+1)); /bin/sleep 0.1; done";
 
 enum class Shim { kOurs, kGo };
 
+// Our shim first on containerd's PATH (or the Go shim that came with it), then the cached
+// CRIU, which runc runs as `criu` from the PATH it inherits.
 ContainerdOptions options_for(Shim shim) {
   ContainerdOptions options;
   if (shim == Shim::kOurs) options.path_prepend = {kOurShimDir};
+  options.path_prepend.push_back(criu_path_dir());
   return options;
 }
 
@@ -54,8 +63,8 @@ std::string runtime_under_test() { return runc_binary_under_test().value_or("run
 
 // Appends its argv (one line, space separated) to `log`, then runs the real runtime.
 void write_recorder(const std::string& path, const std::string& log) {
-  std::ofstream(path) << fmt::format("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log,
-                                     runtime_under_test());
+  std::ofstream(path) << fmt::format("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                                     log, runtime_under_test());
   REQUIRE(::chmod(path.c_str(), 0755) == 0);
 }
 
@@ -63,7 +72,8 @@ void write_recorder(const std::string& path, const std::string& log) {
 // (and kills the container unless --leave-running), `restore` is `create` + `start` with
 // the same bundle, pid file and stdio, or fails with a log.json error while `fail_marker`
 // exists. Everything else goes to the real runtime.
-void write_fake_criu_runtime(const std::string& path, const std::string& log, const std::string& fail_marker) {
+void write_fake_criu_runtime(const std::string& path, const std::string& log,
+                             const std::string& fail_marker) {
   std::ofstream(path) << fmt::format(R"SH(#!/bin/sh
 printf '%s\n' "$*" >> '{0}'
 rt='{1}'
@@ -107,25 +117,17 @@ exec "$rt" $globals start "$id"
   REQUIRE(::chmod(path.c_str(), 0755) == 0);
 }
 
-const std::string kNoCriu = "criu is not installed";
-
-// Why `criu check` fails (its first real error line, or kNoCriu), nullopt when it passes.
-std::optional<std::string> criu_check_failure() {
-  if (::access("/usr/sbin/criu", X_OK) != 0 && ::access("/usr/bin/criu", X_OK) != 0) return kNoCriu;
-  CommandResult check = run_command({"criu", "check"}, CommandOptions{.timeout = 60s});
-  if (check.ok()) return std::nullopt;
-  std::istringstream lines(check.out + check.err);
-  std::string reason;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("Error") == std::string::npos || line.find("exited, status") != std::string::npos) continue;
-    reason = line;
-    break;
-  }
-  return reason.empty() ? check.describe() : reason;
+// Why a real checkpoint cannot work in this run (nullopt when it can): CRIU's, or crun's
+// (Debian's crun is built without CRIU).
+std::optional<std::string> checkpoint_problem() {
+  if (runtime_under_test() != "runc")
+    return "the runtime under test is " + runtime_under_test() + ", not runc";
+  return criu_unavailable();
 }
 
 struct Setup {
-  explicit Setup(Shim shim) : fx(options_for(shim)), rootfs(fx.dir() + "/rootfs"), argv_log(fx.dir() + "/argv.log") {
+  explicit Setup(Shim shim)
+      : fx(options_for(shim)), rootfs(fx.dir() + "/rootfs"), argv_log(fx.dir() + "/argv.log") {
     make_busybox_rootfs(rootfs);
   }
   // containerd 1.6 never removes the dir it unpacks a checkpoint into for a restore
@@ -155,8 +157,10 @@ struct Setup {
     return "";
   }
 
-  bool wait_status(const std::string& id, const std::string& status, std::chrono::milliseconds timeout) const {
-    for (auto deadline = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < deadline;) {
+  bool wait_status(const std::string& id, const std::string& status,
+                   std::chrono::milliseconds timeout) const {
+    for (auto deadline = std::chrono::steady_clock::now() + timeout;
+         std::chrono::steady_clock::now() < deadline;) {
       if (task_status(id) == status) return true;
       std::this_thread::sleep_for(50ms);
     }
@@ -176,12 +180,15 @@ struct Setup {
   }
 
   std::string normalized(std::string text) const {
-    for (auto [from, to] : {std::pair{fx.dir(), std::string("<dir>")}, std::pair{fx.ns(), std::string("<ns>")}}) {
-      for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    for (auto [from, to] :
+         {std::pair{fx.dir(), std::string("<dir>")}, std::pair{fx.ns(), std::string("<ns>")}}) {
+      for (auto at = text.find(from); at != std::string::npos;
+           at = text.find(from, at + to.size())) {
         text.replace(at, from.size(), to);
       }
     }
-    text = std::regex_replace(text, std::regex("time=\"[^\"]*\""), "time=<t>");  // ctr's own log lines
+    text =
+        std::regex_replace(text, std::regex("time=\"[^\"]*\""), "time=<t>");  // ctr's own log lines
     return std::regex_replace(text, std::regex("/ctr?d-checkpoint[0-9]+"), "/<checkpoint-tmp>");
   }
 
@@ -199,14 +206,16 @@ long rootfs_count(const Setup& s) {
 // The counter's value inside a container, read with `ctr task exec` (-1 if unreadable).
 long exec_count(const Setup& s, const std::string& id) {
   static int reads = 0;
-  CommandResult cat = s.fx.ctr({"task", "exec", "--exec-id", fmt::format("read{}", ++reads), id, "/bin/cat", "/tmp/count"});
+  CommandResult cat = s.fx.ctr(
+      {"task", "exec", "--exec-id", fmt::format("read{}", ++reads), id, "/bin/cat", "/tmp/count"});
   return cat.ok() && !cat.out.empty() ? std::strtol(cat.out.c_str(), nullptr, 10) : -1;
 }
 
 template <class Read>
 long wait_count_above(Read read, long floor, std::chrono::milliseconds timeout) {
   long count = -1;
-  for (auto deadline = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < deadline;) {
+  for (auto deadline = std::chrono::steady_clock::now() + timeout;
+       std::chrono::steady_clock::now() < deadline;) {
     count = read();
     if (count > floor) return count;
     std::this_thread::sleep_for(100ms);
@@ -223,19 +232,21 @@ struct CheckpointRun {
 };
 
 // Runs the counter, checkpoints it twice (leave running; then --exit with explicit image
-// and work dirs) and checks what must hold for either shim. `criu` is
-// criu_check_failure().
-CheckpointRun checkpoint_counter(Setup& s, const std::optional<std::string>& criu) {
-  const bool criu_works = !criu;
+// and work dirs) and checks what must hold for either shim. `problem` is
+// checkpoint_problem().
+CheckpointRun checkpoint_counter(Setup& s, const std::optional<std::string>& problem) {
+  const bool criu_works = !problem;
   // runc 1.1 words a CRIU failure "criu failed: type DUMP ..." and leaves CRIU's dump.log
-  // in the work dir; crun, or runc without criu, fail in their own words before that.
-  const bool criu_dump_fails = criu && *criu != kNoCriu && runtime_under_test() == "runc";
+  // in the work dir (a cached CRIU that fails `criu check`); crun, or runc without a
+  // CRIU, fail in their own words before that.
+  const bool criu_dump_fails = problem && runtime_under_test() == "runc" &&
+                               problem->find(" check` fails") != std::string::npos;
   const std::string recorder = s.fx.dir() + "/runtime-recorder";
   write_recorder(recorder, s.argv_log);
   std::vector<std::string> run = {"run", "-d"};
   for (const auto& flag : s.run_flags(recorder)) run.push_back(flag);
-  for (const auto& arg : {std::string("--rootfs"), s.rootfs, std::string("cnt"), std::string("/bin/sh"),
-                          std::string("-c"), kCounter}) {
+  for (const auto& arg : {std::string("--rootfs"), s.rootfs, std::string("cnt"),
+                          std::string("/bin/sh"), std::string("-c"), kCounter}) {
     run.push_back(arg);
   }
   REQUIRE(s.fx.ctr_ok(run).ok());
@@ -245,13 +256,15 @@ CheckpointRun checkpoint_counter(Setup& s, const std::optional<std::string>& cri
   const std::string bundle = s.fx.bundle_dir("cnt");
   result.plain = s.fx.ctr({"task", "checkpoint", "cnt"}, 120s);
   result.plain_error = s.normalized(result.plain.err);
-  CHECK(::access((bundle + "/work/criu-work").c_str(), F_OK) != 0);  // the default work dir is removed
+  CHECK(::access((bundle + "/work/criu-work").c_str(), F_OK) !=
+        0);  // the default work dir is removed
   if (criu_works) {
     CHECK(result.plain.ok());
   } else {
     INFO(result.plain.describe());
     CHECK_FALSE(result.plain.ok());
-    CHECK(result.plain.err.find(fmt::format(" path= {}/criu-dump.log", bundle)) != std::string::npos);
+    CHECK(result.plain.err.find(fmt::format(" path= {}/criu-dump.log", bundle)) !=
+          std::string::npos);
     if (criu_dump_fails) {
       CHECK(result.plain.err.find("criu failed: type DUMP") != std::string::npos);
       CHECK(::access((bundle + "/criu-dump.log").c_str(), F_OK) == 0);  // CRIU's dump.log, copied
@@ -262,9 +275,10 @@ CheckpointRun checkpoint_counter(Setup& s, const std::optional<std::string>& cri
   long before = rootfs_count(s);
   CHECK(wait_count_above([&] { return rootfs_count(s); }, before + 3, 10s) > before + 3);
 
-  result.with_exit = s.fx.ctr({"task", "checkpoint", "--exit", "--image-path", s.fx.dir() + "/image",
-                               "--work-path", s.fx.dir() + "/criu-work", "cnt"},
-                              120s);
+  result.with_exit =
+      s.fx.ctr({"task", "checkpoint", "--exit", "--image-path", s.fx.dir() + "/image",
+                "--work-path", s.fx.dir() + "/criu-work", "cnt"},
+               120s);
   result.exit_error = s.normalized(result.with_exit.err);
   if (criu_works || criu_dump_fails) {
     CHECK(::access((s.fx.dir() + "/criu-work").c_str(), F_OK) == 0);  // a given work dir is kept
@@ -283,11 +297,13 @@ CheckpointRun checkpoint_counter(Setup& s, const std::optional<std::string>& cri
 // Runs the counter in container `id` from the imported image with `binary` as runtime,
 // checkpoints it with its task (`ctr container checkpoint --task --image`) and removes
 // it. Returns the count seen just before the checkpoint and the checkpoint's name.
-std::pair<long, std::string> checkpoint_for_restore(Setup& s, const std::string& id, const std::string& binary) {
+std::pair<long, std::string> checkpoint_for_restore(Setup& s, const std::string& id,
+                                                    const std::string& binary) {
   std::string image = import_busybox_image(s.fx, s.rootfs);
   std::vector<std::string> run = {"run", "-d"};
   for (const auto& flag : s.run_flags(binary)) run.push_back(flag);
-  for (const auto& arg : {image, id, std::string("/bin/sh"), std::string("-c"), kCounter}) run.push_back(arg);
+  for (const auto& arg : {image, id, std::string("/bin/sh"), std::string("-c"), kCounter})
+    run.push_back(arg);
   REQUIRE(s.fx.ctr_ok(run).ok());
   long before = wait_count_above([&] { return exec_count(s, id); }, 30, 30s);
   REQUIRE(before > 30);
@@ -308,19 +324,20 @@ CommandResult restore(const Setup& s, const std::string& id, const std::string& 
 
 }  // namespace
 
-TEST_CASE("ctr task checkpoint through shim-runc as through the Go shim then restore continues counting",
-          "[runc][checkpoint][runtime-binary]") {
+TEST_CASE(
+    "ctr task checkpoint through shim-runc as through the Go shim then restore continues counting",
+    "[runc][checkpoint][runtime-binary][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
-  std::optional<std::string> criu_problem = criu_check_failure();
+  const std::optional<std::string> problem = checkpoint_problem();
   CheckpointRun ours;
   CheckpointRun go;
   {
     Setup s(Shim::kOurs);
-    ours = checkpoint_counter(s, criu_problem);
+    ours = checkpoint_counter(s, problem);
   }
   {
     Setup s(Shim::kGo);
-    go = checkpoint_counter(s, criu_problem);
+    go = checkpoint_counter(s, problem);
   }
   // Two checkpoints each: the same runc command lines, e.g. `... checkpoint --image-path
   // <tmp> --work-path <bundle>/work/criu-work --leave-running cnt` and, with --exit,
@@ -331,27 +348,49 @@ TEST_CASE("ctr task checkpoint through shim-runc as through the Go shim then res
   CHECK(ours.checkpoint_lines[1].ends_with("--work-path <dir>/criu-work cnt"));
   // The errors ctr prints are the Go shim's, e.g. "ctr: <runtime> did not terminate
   // successfully: exit status 1: criu failed: type DUMP errno 0 path=
-  // <bundle>/criu-dump.log: unknown".
+  // <bundle>/criu-dump.log: unknown" (none where CRIU works).
   CHECK(ours.plain.exit_code == go.plain.exit_code);
   CHECK(ours.plain_error == go.plain_error);
   CHECK(ours.exit_error == go.exit_error);
 
-  if (criu_problem) {
-    LIBSHIM_SKIP(fmt::format("restore not tested: `criu check` fails on this machine ({}); "
-                             "the checkpoint failure was compared with the Go shim instead",
-                             *criu_problem));
+  if (problem) {
+    LIBSHIM_SKIP(fmt::format(
+        "restore not tested: {}; the checkpoint failure was compared with the Go shim instead",
+        *problem));
   }
-  Setup s(Shim::kOurs);
-  const std::string recorder = s.fx.dir() + "/runtime-recorder";
-  write_recorder(recorder, s.argv_log);
-  auto [before, ref] = checkpoint_for_restore(s, "rst", recorder);
-  REQUIRE(restore(s, "rst", ref).ok());
-  REQUIRE(s.wait_status("rst", "RUNNING", 20s));
-  // The restored shell goes on from its own count; a fresh start would begin at 0.
-  long after = wait_count_above([&] { return exec_count(s, "rst"); }, -1, 20s);
-  CHECK(after >= before);
-  REQUIRE(s.recorded("restore").size() == 1);
-  CHECK(s.recorded("restore")[0].find(" -no-subreaper --bundle ") != std::string::npos);
+  // A container checkpoint (task included) of a counter that then goes away, restored
+  // into a new container of the same id with `ctr container restore --live`.
+  struct Restored {
+    long before = 0;
+    long after = 0;
+    long later = 0;
+    std::vector<std::string> restore_lines;
+  };
+  auto scenario = [](Shim shim) {
+    Setup s(shim);
+    const std::string recorder = s.fx.dir() + "/runtime-recorder";
+    write_recorder(recorder, s.argv_log);
+    Restored seen;
+    std::string ref;
+    std::tie(seen.before, ref) = checkpoint_for_restore(s, "rst", recorder);
+    CommandResult restored = restore(s, "rst", ref);
+    REQUIRE(restored.ok());
+    REQUIRE(s.wait_status("rst", "RUNNING", 20s));
+    // The restored shell goes on from its own count; a fresh start would begin at 0.
+    seen.after = wait_count_above([&] { return exec_count(s, "rst"); }, -1, 20s);
+    seen.later = wait_count_above([&] { return exec_count(s, "rst"); }, seen.after + 3, 20s);
+    seen.restore_lines = s.recorded("restore");
+    return seen;
+  };
+  Restored our_run = scenario(Shim::kOurs);
+  Restored go_run = scenario(Shim::kGo);
+  for (const Restored* seen : {&our_run, &go_run}) {
+    CHECK(seen->after >= seen->before);
+    CHECK(seen->later > seen->after + 3);  // and keeps counting
+  }
+  REQUIRE(our_run.restore_lines.size() == 1);
+  CHECK(our_run.restore_lines == go_run.restore_lines);
+  CHECK(our_run.restore_lines[0].find(" -no-subreaper --bundle ") != std::string::npos);
 }
 
 TEST_CASE("ctr container restore through shim-runc as through the Go shim with a stand-in for CRIU",
@@ -362,7 +401,8 @@ TEST_CASE("ctr container restore through shim-runc as through the Go shim with a
     std::string status_after_failure;
     std::string exec_after_failure;
     std::string kill_after_failure;
-    std::string delete_after_failure;  // crun cannot delete what it never created: no runc-like "does not exist"
+    std::string delete_after_failure;  // crun cannot delete what it never created: no runc-like
+                                       // "does not exist"
     std::vector<std::string> failed_topics;  // of container rstf
     std::vector<std::string> restore_lines;
     std::vector<std::string> topics;  // of container rst, without exec_count()'s execs
@@ -384,7 +424,8 @@ TEST_CASE("ctr container restore through shim-runc as through the Go shim with a
     CHECK_FALSE(failed.ok());
     seen.failed_restore = s.normalized(failed.err);
     seen.status_after_failure = s.task_status("rstf");
-    seen.exec_after_failure = s.normalized(s.fx.ctr({"task", "exec", "--exec-id", "x", "rstf", "/bin/true"}).err);
+    seen.exec_after_failure =
+        s.normalized(s.fx.ctr({"task", "exec", "--exec-id", "x", "rstf", "/bin/true"}).err);
     seen.kill_after_failure = s.normalized(s.fx.ctr({"task", "kill", "rstf"}).err);
     seen.delete_after_failure = s.normalized(s.fx.ctr({"task", "rm", "rstf"}).err);
     REQUIRE(::unlink((s.fx.dir() + "/fail-restore").c_str()) == 0);
@@ -393,23 +434,27 @@ TEST_CASE("ctr container restore through shim-runc as through the Go shim with a
     REQUIRE(s.wait_status("rst", "RUNNING", 20s));
     // A stand-in restore starts the process afresh: it counts again from 0.
     CHECK(wait_count_above([&] { return exec_count(s, "rst"); }, -1, 20s) < before);
-    CHECK(s.fx.ctr({"task", "exec", "--exec-id", "hello", "rst", "/bin/echo", "restored"}).out == "restored\n");
+    CHECK(s.fx.ctr({"task", "exec", "--exec-id", "hello", "rst", "/bin/echo", "restored"}).out ==
+          "restored\n");
     REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "rst"}).ok());
     REQUIRE(s.wait_status("rst", "STOPPED", 20s));
     REQUIRE(s.fx.ctr_ok({"task", "rm", "rst"}).ok());
     seen.restore_lines = s.recorded("restore");
     // Two deletes: the original task and the restored one.
-    for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;) {
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         std::chrono::steady_clock::now() < deadline;) {
       std::size_t deletes = 0;
       for (const auto& line : events->lines()) {
-        deletes += line.find("/tasks/delete") != std::string::npos && line.find("\"rst\"") != std::string::npos;
+        deletes += line.find("/tasks/delete") != std::string::npos &&
+                   line.find("\"rst\"") != std::string::npos;
       }
       if (deletes == 2) break;
       std::this_thread::sleep_for(50ms);
     }
     for (const auto& line : events->lines()) {
       auto at = line.find(" /tasks/");
-      if (at == std::string::npos || line.find("\"read") != std::string::npos) continue;  // exec_count()'s execs
+      if (at == std::string::npos || line.find("\"read") != std::string::npos)
+        continue;  // exec_count()'s execs
       std::string topic = line.substr(at + 1, line.find(' ', at + 1) - at - 1);
       if (line.find("\"rstf\"") != std::string::npos) seen.failed_topics.push_back(topic);
       if (line.find("\"rst\"") == std::string::npos) continue;
@@ -432,21 +477,23 @@ TEST_CASE("ctr container restore through shim-runc as through the Go shim with a
   CHECK(ours.create_event.find("\"pid\"") == std::string::npos);
   CHECK(go.create_event.find("\"pid\"") == std::string::npos);
   CHECK(ours.topics == go.topics);
-  const std::vector<std::string> restored_tail = {"/tasks/create", "/tasks/start", "/tasks/exec-added",
-                                                  "/tasks/exec-started", "/tasks/exit", "/tasks/exit",
-                                                  "/tasks/delete"};
+  const std::vector<std::string> restored_tail = {
+      "/tasks/create", "/tasks/start", "/tasks/exec-added", "/tasks/exec-started",
+      "/tasks/exit",   "/tasks/exit",  "/tasks/delete"};
   REQUIRE(ours.topics.size() > restored_tail.size());
   CHECK(std::equal(restored_tail.rbegin(), restored_tail.rend(), ours.topics.rbegin()));
   // The failed restore: the Go shim's texts, and the task stays created.
   CHECK(ours.failed_restore == go.failed_restore);
-  CHECK(ours.failed_restore == "ctr: OCI runtime restore failed: stand-in restore failed: unknown\n");
+  CHECK(ours.failed_restore ==
+        "ctr: OCI runtime restore failed: stand-in restore failed: unknown\n");
   CHECK(ours.status_after_failure == "CREATED");
   CHECK(ours.status_after_failure == go.status_after_failure);
   CHECK(ours.exec_after_failure == go.exec_after_failure);
   CHECK(ours.exec_after_failure.find("cannot exec in a created state") != std::string::npos);
   CHECK(ours.kill_after_failure == go.kill_after_failure);
   CHECK(ours.delete_after_failure == go.delete_after_failure);
-  if (runtime_under_test() == "runc") CHECK(ours.delete_after_failure.empty());  // "does not exist" is ignored
+  if (runtime_under_test() == "runc")
+    CHECK(ours.delete_after_failure.empty());  // "does not exist" is ignored
   CHECK(ours.failed_topics == go.failed_topics);
   CHECK(ours.failed_topics.front() == "/tasks/create");
 }
