@@ -38,11 +38,11 @@ void TtrpcServer::Impl::listen(int listen_fd) {
 }
 
 void TtrpcServer::Impl::wait_accept(Acceptor* acceptor) {
-  acceptor->async_wait(Acceptor::wait_read,
-                       [self = shared_from_this(), acceptor](const boost::system::error_code& error) {
-                         if (error || self->closed_ || self->shutting_down_) return;
-                         self->accept_ready(acceptor);
-                       });
+  acceptor->async_wait(Acceptor::wait_read, [self = shared_from_this(),
+                                             acceptor](const boost::system::error_code& error) {
+    if (error || self->closed_ || self->shutting_down_) return;
+    self->accept_ready(acceptor);
+  });
 }
 
 void TtrpcServer::Impl::accept_ready(Acceptor* acceptor) {
@@ -82,7 +82,8 @@ void TtrpcServer::Impl::adopt(int fd) {
     ::close(fd);
     return;
   }
-  auto connection = std::make_shared<ServerConnection>(context_, weak_from_this(), std::move(socket));
+  auto connection =
+      std::make_shared<ServerConnection>(context_, weak_from_this(), std::move(socket));
   connections_.emplace(connection.get(), connection);
   ++context_->connection_count;
   connection->start();
@@ -130,13 +131,15 @@ void TtrpcServer::Impl::remove(ServerConnection* connection) {
 }
 
 // A closed connection freed its decoder and reply buffers, but glibc keeps freed pages
-// that are not at the top of the heap: give them back, once a second at most (a trim
-// walks the heap; it is cheap for a shim's heap, but not free).
+// that are not at the top of the heap: give them back soon after a burst of closes (the
+// connections of a client that left close within a few loop turns), ten times a second
+// at most (a trim walks the heap: about a millisecond for a shim's heap after a hostile
+// load, so at most 1 % of a core for a peer that connects and closes in a loop).
 void TtrpcServer::Impl::schedule_trim() {
 #ifdef __GLIBC__
   if (!context_->options.trim_memory || trim_scheduled_ || closed_) return;
   trim_scheduled_ = true;
-  auto timer = std::make_shared<asio::steady_timer>(executor_, std::chrono::seconds(1));
+  auto timer = std::make_shared<asio::steady_timer>(executor_, std::chrono::milliseconds(100));
   timer->async_wait([self = shared_from_this(), timer](const boost::system::error_code& error) {
     self->trim_scheduled_ = false;
     if (!error) ::malloc_trim(0);
@@ -180,15 +183,18 @@ Status TtrpcServer::serve_path(const std::string& path) {
 }
 
 void TtrpcServer::shutdown(std::function<void()> done) {
-  asio::dispatch(impl_->executor(),
-                 [impl = impl_, done = std::move(done)]() mutable { impl->shutdown(std::move(done)); });
+  asio::dispatch(impl_->executor(), [impl = impl_, done = std::move(done)]() mutable {
+    impl->shutdown(std::move(done));
+  });
 }
 
 void TtrpcServer::close() {
   asio::dispatch(impl_->executor(), [impl = impl_] { impl->close(); });
 }
 
-std::size_t TtrpcServer::connection_count() const { return impl_->context().connection_count.load(); }
+std::size_t TtrpcServer::connection_count() const {
+  return impl_->context().connection_count.load();
+}
 
 std::size_t TtrpcServer::calls_in_flight() const { return impl_->context().calls_in_flight.load(); }
 

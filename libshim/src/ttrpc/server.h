@@ -14,8 +14,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "shim/status.h"
-#include "ttrpc/frame.h"
 #include "shim/ttrpc/router.h"
+#include "ttrpc/frame.h"
 
 namespace shim::ttrpc {
 
@@ -31,12 +31,14 @@ struct ServerOptions {
   std::size_t max_pending_reply_bytes = 1u << 20;
   std::size_t max_calls_per_connection = 4096;
   // After connections close, give freed heap pages back to the kernel (glibc malloc_trim,
-  // at most once a second): hostile or bursty peers must not leave the shim's RSS high.
+  // 100 ms after a burst of closes, ten times a second at most): hostile or bursty peers
+  // must not leave the shim's RSS high.
   bool trim_memory = true;
 };
 
 // The executor must run handlers one at a time (a single-threaded io_context or a
-// strand): connections share one read buffer. The executor's context must outlive the server. Destroying the server posts close().
+// strand): connections share one read buffer. The executor's context must outlive the server.
+// Destroying the server posts close().
 class TtrpcServer {
  public:
   TtrpcServer(boost::asio::any_io_executor executor, Router router, ServerOptions options = {});
