@@ -9,46 +9,18 @@
 #include <cstring>
 #include <set>
 
+#include <fmt/format.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <fmt/format.h>
 
+#include "gocompat/go_url.h"
 #include "shim/process/reaper.h"
-#include "shim/service_context.h"
 #include "shim/process/spawner.h"
+#include "shim/service_context.h"
 
 namespace shim {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Go's url.QueryUnescape: '+' is a space, %XX a byte; false on a bad escape.
-bool query_unescape(std::string_view text, std::string* out) {
-  out->clear();
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '+') {
-      out->push_back(' ');
-      continue;
-    }
-    if (c != '%') {
-      out->push_back(c);
-      continue;
-    }
-    int high = i + 1 < text.size() ? hex_value(text[i + 1]) : -1;
-    int low = i + 2 < text.size() ? hex_value(text[i + 2]) : -1;
-    if (high < 0 || low < 0) return false;
-    out->push_back(static_cast<char>(high * 16 + low));
-    i += 2;
-  }
-  return true;
-}
 
 std::string ready_error(std::string_view what) {
   return fmt::format("failed to read from logging binary: {}", what);
@@ -77,8 +49,11 @@ std::vector<std::string> binary_logger_args(std::string_view query) {
     std::size_t eq = pair.find('=');
     std::string key;
     std::string value;
-    if (!query_unescape(pair.substr(0, eq), &key)) continue;
-    if (eq != std::string_view::npos && !query_unescape(pair.substr(eq + 1), &value)) continue;
+    if (!go_url_unescape(pair.substr(0, eq), GoUnescape::kQuery, &key)) continue;
+    if (eq != std::string_view::npos &&
+        !go_url_unescape(pair.substr(eq + 1), GoUnescape::kQuery, &value)) {
+      continue;
+    }
     if (!seen.insert(key).second) continue;  // Go passes only a key's first value
     args.push_back(std::move(key));
     args.push_back(std::move(value));
@@ -90,7 +65,9 @@ std::vector<std::string> binary_logger_args(std::string_view query) {
 
 BinaryLogger::BinaryLogger(boost::asio::any_io_executor executor, BinaryLoggerSettings settings,
                            const shim::Logger& logger, bool strict_ready)
-    : executor_(std::move(executor)), settings_(std::move(settings)), logger_(logger),
+    : executor_(std::move(executor)),
+      settings_(std::move(settings)),
+      logger_(logger),
       strict_ready_(strict_ready) {}
 
 BinaryLogger::~BinaryLogger() = default;
@@ -102,8 +79,8 @@ shim::Status BinaryLogger::create(boost::asio::any_io_executor executor, const S
     return shim::failed_precondition(fmt::format("{}:// logger: no reaper or spawner", uri.scheme));
   }
   if (uri.path.empty()) return shim::unknown("failed to start binary process: exec: no command");
-  std::shared_ptr<BinaryLogger> self(
-      new BinaryLogger(std::move(executor), std::move(settings), logger, uri.scheme == "binary-v2"));
+  std::shared_ptr<BinaryLogger> self(new BinaryLogger(std::move(executor), std::move(settings),
+                                                      logger, uri.scheme == "binary-v2"));
   self->path_ = uri.path;
   self->argv_.push_back(uri.path);
   for (std::string& arg : binary_logger_args(uri.query)) self->argv_.push_back(std::move(arg));
@@ -190,8 +167,8 @@ shim::Status BinaryLogger::wait_ready(int fd) const {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return shim::unknown(fmt::format("logging binary {} did not get ready within {} ms",
-                                       path_, settings_.ready_timeout.count()));
+      return shim::unknown(fmt::format("logging binary {} did not get ready within {} ms", path_,
+                                       settings_.ready_timeout.count()));
     }
     pollfd readable{fd, POLLIN, 0};
     int polled = ::poll(&readable, 1, static_cast<int>(std::min<long long>(left.count(), 60000)));
@@ -211,10 +188,10 @@ shim::Status BinaryLogger::wait_ready(int fd) const {
 }
 
 void BinaryLogger::watch_exit() {
-  exit_future_.async_wait(executor_, [self = shared_from_this()](
-                                         const std::optional<shim::ProcessExit>& exit) {
-    self->on_exit(exit);
-  });
+  exit_future_.async_wait(
+      executor_, [self = shared_from_this()](const std::optional<shim::ProcessExit>& exit) {
+        self->on_exit(exit);
+      });
 }
 
 void BinaryLogger::on_exit(const std::optional<shim::ProcessExit>& exit) {
@@ -229,8 +206,8 @@ void BinaryLogger::on_exit(const std::optional<shim::ProcessExit>& exit) {
   }
   if (timer_) timer_->cancel();
   if (exit) {
-    logger_.debug("logging binary exited", {{"pid", std::to_string(exit->pid)},
-                                            {"status", std::to_string(exit->status)}});
+    logger_.debug("logging binary exited",
+                  {{"pid", std::to_string(exit->pid)}, {"status", std::to_string(exit->status)}});
   }
   for (auto& callback : callbacks) callback(exit);
 }
@@ -277,7 +254,8 @@ void BinaryLogger::terminate() {
   }
   if (!sent.ok()) {
     if (sent.code() != shim::Code::kNotFound) {
-      logger_.warn("failed to send SIGTERM signal, killing logging shim", {{"error", sent.message()}});
+      logger_.warn("failed to send SIGTERM signal, killing logging shim",
+                   {{"error", sent.message()}});
     }
     return;
   }
@@ -287,7 +265,8 @@ void BinaryLogger::terminate() {
     {
       std::lock_guard lock(self->mu_);
       if (self->exited_) return;
-      self->handle_.signal(SIGKILL).ignore_error();  // a logger gone already has its exit on the way
+      self->handle_.signal(SIGKILL)
+          .ignore_error();  // a logger gone already has its exit on the way
     }
     self->logger_.warn("failed to wait for shim logger process to exit, killing",
                        {{"pid", std::to_string(self->pid())}});
@@ -296,7 +275,7 @@ void BinaryLogger::terminate() {
 
 void BinaryLogger::kill_now() {
   std::lock_guard lock(mu_);
-  stop_requested_ = true;  // a later stop() only waits for the exit
+  stop_requested_ = true;                                // a later stop() only waits for the exit
   if (!exited_) handle_.signal(SIGKILL).ignore_error();  // gone already: its exit is on the way
 }
 

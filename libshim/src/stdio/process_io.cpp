@@ -12,12 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
 #include "shim/fs.h"
+#include "stdio/output_target.h"
 #include "stdio/process_io_impl.h"
 
 namespace shim {
@@ -32,13 +33,6 @@ using stdio::StreamCopier;
 namespace {
 
 constexpr std::array<const char*, 3> kStreamNames = {"stdin", "stdout", "stderr"};
-
-std::string parent_dir(const std::string& path) {
-  std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 }  // namespace
 
@@ -68,8 +62,8 @@ shim::Status ProcessIO::Impl::setup_binary_logger(const StdioUri& uri) {
     return shim::Status(shim::Code::kUnimplemented,
                         fmt::format("{}:// stdio loggers need a reaper and a spawner", uri.scheme));
   }
-  if (shim::Status status = BinaryLogger::create(executor_, uri, options_.binary_logger, logger_,
-                                                 &binary_logger_);
+  if (shim::Status status =
+          BinaryLogger::create(executor_, uri, options_.binary_logger, logger_, &binary_logger_);
       !status.ok()) {
     return status;
   }
@@ -95,7 +89,8 @@ shim::Status ProcessIO::Impl::setup_terminal() {
       return shim::unknown(fmt::format("unknown STDIO scheme {}", uri.scheme));
     }
   }
-  if (shim::Status status = TerminalIO::create(executor_, spec_, logger_, &terminal_); !status.ok()) {
+  if (shim::Status status = TerminalIO::create(executor_, spec_, logger_, &terminal_);
+      !status.ok()) {
     return status;
   }
   outputs_running_ = 1;
@@ -105,17 +100,18 @@ shim::Status ProcessIO::Impl::setup_terminal() {
 shim::Status ProcessIO::Impl::start_terminal() {
   Fd logger_stdout = binary_logger_ ? binary_logger_->take_stdout_writer() : Fd();
   std::weak_ptr<Impl> weak = weak_from_this();
-  return terminal_->start(std::move(logger_stdout), &stdin_keeper_, [weak](const CopyResult& result) {
-    if (auto self = weak.lock()) self->on_output_done(StdioStream::kStdout, result);
-  });
+  return terminal_->start(std::move(logger_stdout), &stdin_keeper_,
+                          [weak](const CopyResult& result) {
+                            if (auto self = weak.lock())
+                              self->on_output_done(StdioStream::kStdout, result);
+                          });
 }
 
 // file://: created (with its parent dirs) before runc runs, as Go does; stdout and stderr
 // both append to it through one shared writer.
 shim::Status ProcessIO::Impl::open_output_file(const std::string& path) {
-  if (shim::Status status = shim::make_dirs(parent_dir(path), 0755); !status.ok()) return status;
-  Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) return stdio::errno_status(fmt::format("open {}", path));
+  Fd fd;
+  if (shim::Status status = stdio::open_output_file(path, &fd); !status.ok()) return status;
   shared_file_ = std::make_shared<Fd>(std::move(fd));
   shared_file_path_ = path;
   return {};
@@ -183,18 +179,11 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
     start_output_copy(stream, CopyTarget{shared_file_, Fd()});
     return {};
   }
-  Fd path_fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
-  struct stat st{};
-  if (!path_fd.valid() || ::fstat(path_fd.get(), &st) < 0) {
-    return stdio::errno_status(fmt::format("stat {}", path));
-  }
-  if (!S_ISFIFO(st.st_mode)) {
-    // A plain path (Go: O_WRONLY|O_APPEND, no create); one writer when both name it.
-    Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
-    if (!fd.valid()) {
-      return stdio::errno_status(fmt::format("containerd-shim: opening file \"{}\" failed", path));
-    }
-    auto shared = std::make_shared<Fd>(std::move(fd));
+  stdio::OutputPath target;
+  if (shim::Status status = stdio::open_output_path(path, &target); !status.ok()) return status;
+  if (target.file.valid()) {
+    // A plain path: one writer when stdout and stderr both name it.
+    auto shared = std::make_shared<Fd>(std::move(target.file));
     if (spec_.stdout == spec_.stderr) {
       shared_file_ = shared;
       shared_file_path_ = path;
@@ -204,7 +193,8 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
   }
   std::weak_ptr<Impl> weak = weak_from_this();
   openers_[stream_index(stream)] = FifoWriterOpener::start(
-      executor_, std::move(path_fd), path, [weak, stream](shim::Status status, OpenedFifo fifo) {
+      executor_, std::move(target.fifo_path), path,
+      [weak, stream](shim::Status status, OpenedFifo fifo) {
         auto self = weak.lock();
         if (!self || self->closed_) return;
         if (!status.ok()) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gocompat/go_url.h"
+
 namespace shim {
 
 namespace {
@@ -21,32 +23,6 @@ std::size_t scheme_length(std::string_view text) {
     if (!is_scheme_char(text[i], i == 0)) return 0;
   }
   return 0;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool percent_decode(std::string_view text, std::string* out, std::string* bad_escape) {
-  out->clear();
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out->push_back(text[i]);
-      continue;
-    }
-    int high = i + 1 < text.size() ? hex_value(text[i + 1]) : -1;
-    int low = i + 2 < text.size() ? hex_value(text[i + 2]) : -1;
-    if (high < 0 || low < 0) {
-      *bad_escape = std::string(text.substr(i, 3));
-      return false;
-    }
-    out->push_back(static_cast<char>(high * 16 + low));
-    i += 2;
-  }
-  return true;
 }
 
 shim::Status parse_error(std::string_view text, std::string_view why) {
@@ -82,7 +58,7 @@ shim::Status parse_stdio_uri(std::string_view text, StdioUri* uri) {
     rest = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
   }
   std::string bad_escape;
-  if (!percent_decode(rest, &uri->path, &bad_escape)) {
+  if (!go_url_unescape(rest, GoUnescape::kPath, &uri->path, &bad_escape)) {
     return parse_error(text, fmt::format("invalid URL escape \"{}\"", bad_escape));
   }
   if (uri->scheme.empty()) uri->scheme = "fifo";

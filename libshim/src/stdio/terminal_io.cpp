@@ -11,25 +11,14 @@
 
 #include <fmt/format.h>
 
+#include "stdio/output_target.h"
 #include "stdio/stdio_uri.h"
-#include "shim/fs.h"
 
 namespace shim {
 
 using stdio::CopyResult;
 using stdio::CopyTarget;
 using stdio::Fd;
-
-namespace {
-
-std::string parent_dir(const std::string& path) {
-  std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-}  // namespace
 
 TerminalIO::TerminalIO(boost::asio::any_io_executor executor, StdioSpec spec,
                        const shim::Logger& logger, std::shared_ptr<shim::ConsoleSocket> socket)
@@ -74,7 +63,8 @@ shim::Status TerminalIO::receive_console(std::chrono::milliseconds timeout) {
 
 void TerminalIO::wait_output_reader(std::chrono::milliseconds timeout) {
   StdioUri uri;
-  if (spec_.stdout.empty() || !parse_stdio_uri(spec_.stdout, &uri).ok() || uri.scheme != "fifo") return;
+  if (spec_.stdout.empty() || !parse_stdio_uri(spec_.stdout, &uri).ok() || uri.scheme != "fifo")
+    return;
   bool fifo = false;
   if (!stdio::is_fifo(spec_.stdout, &fifo).ok() || !fifo) return;
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -94,7 +84,8 @@ void TerminalIO::wait_output_reader(std::chrono::milliseconds timeout) {
       return;
     }
     if (errno != ENXIO) return;
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;
     std::this_thread::sleep_for(std::min(delay, left));
     delay = std::min(delay * 2, std::chrono::milliseconds(50));
@@ -170,30 +161,24 @@ shim::Status TerminalIO::start_output(Fd logger_stdout) {
                         "failed to start console copy: the binary:// logger's stdout pipe is gone");
   }
   if (uri.scheme == "file") {
-    if (shim::Status s = shim::make_dirs(parent_dir(uri.path), 0755); !s.ok()) return s;
-    Fd file(::open(uri.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-    if (!file.valid()) return stdio::errno_status(fmt::format("open {}", uri.path));
+    Fd file;
+    if (shim::Status s = stdio::open_output_file(uri.path, &file); !s.ok()) return s;
     copier_->start_output(CopyTarget{std::make_shared<Fd>(std::move(file)), Fd()}, done);
     return {};
   }
   const std::string& path = spec_.stdout;
-  Fd path_fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
-  struct stat st{};
-  if (!path_fd.valid() || ::fstat(path_fd.get(), &st) < 0) {
-    return stdio::errno_status(fmt::format("stat {}", path));
-  }
-  if (!S_ISFIFO(st.st_mode)) {
-    Fd file(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
-    if (!file.valid()) {
-      return stdio::errno_status(fmt::format("containerd-shim: opening file \"{}\" failed", path));
-    }
-    copier_->start_output(CopyTarget{std::make_shared<Fd>(std::move(file)), Fd()}, done);
+  stdio::OutputPath target;
+  if (shim::Status s = stdio::open_output_path(path, &target); !s.ok()) return s;
+  if (target.file.valid()) {
+    copier_->start_output(CopyTarget{std::make_shared<Fd>(std::move(target.file)), Fd()}, done);
     return {};
   }
-  opener_ = stdio::FifoWriterOpener::start(
-      executor_, std::move(path_fd), path, [weak](shim::Status status, stdio::OpenedFifo fifo) {
-        if (auto self = weak.lock()) self->on_output_opened(std::move(status), std::move(fifo));
-      });
+  opener_ =
+      stdio::FifoWriterOpener::start(executor_, std::move(target.fifo_path), path,
+                                     [weak](shim::Status status, stdio::OpenedFifo fifo) {
+                                       if (auto self = weak.lock())
+                                         self->on_output_opened(std::move(status), std::move(fifo));
+                                     });
   return {};
 }
 
