@@ -141,6 +141,42 @@ void sweep(const std::string& address, const std::string& ns, const char* servic
   });
 }
 
+// `ctr run -d` of `ids` (busybox sleep) in one group: the first starts the group's shim,
+// the rest join it, four at a time. Returns how long it took (ms).
+double create_group(const PrivateContainerd& fx, const std::string& rootfs,
+                    const std::vector<std::string>& ids) {
+  std::vector<std::string> flags = {"-d", "--annotation", "io.containerd.runc.v2.group=load"};
+  for (const auto& flag : fx.run_flags()) flags.push_back(flag);
+  if (!runtime_binary().empty()) flags.insert(flags.end(), {"--runc-binary", runtime_binary()});
+  auto run = [&](std::size_t i) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--rootfs", rootfs, ids[i], "/bin/sleep", "600"});
+    return fx.ctr(args);
+  };
+  auto start = Clock::now();
+  REQUIRE(run(0).ok());
+  std::atomic<int> failed{0};
+  in_parallel(static_cast<int>(ids.size()) - 1, 4,
+              [&](int i) { failed += run(static_cast<std::size_t>(i) + 1).ok() ? 0 : 1; });
+  REQUIRE(failed == 0);
+  return ms_since(start);
+}
+
+void report_figures(const std::string& who, double create_ms, const Sweep& live, double restart_ms,
+                    const Sweep& reload) {
+  report(fmt::format("LIBSHIM-LOAD: {}: created in {:.0f} ms", who, create_ms));
+  report(fmt::format("LIBSHIM-LOAD: {}: live, 2 busy loops: Connect {}; Pids {}", who,
+                     summary(live.connect_ms), summary(live.pids_ms)));
+  report(fmt::format("LIBSHIM-LOAD: {}: containerd restart (stop excluded) {:.0f} ms", who,
+                     restart_ms));
+  report(
+      fmt::format("LIBSHIM-LOAD: {}: reload sweep, 2 workers, 2 busy loops: all {} Connect+Pids in "
+                  "{:.0f} ms; Connect {}; Pids {}",
+                  who, reload.connect_ms.size(), reload.wall_ms, summary(reload.connect_ms),
+                  summary(reload.pids_ms)));
+}
+
 }  // namespace
 
 TEST_CASE("Connect and Pids answer fast for many containers of one shim, also after a restart",
@@ -150,25 +186,9 @@ TEST_CASE("Connect and Pids answer fast for many containers of one shim, also af
   PrivateContainerd fx(containerd_options());
   const std::string rootfs = fx.dir() + "/rootfs";
   make_busybox_rootfs(rootfs);
-  std::vector<std::string> flags = {"-d", "--annotation", "io.containerd.runc.v2.group=load"};
-  for (const auto& flag : fx.run_flags()) flags.push_back(flag);
-  if (!runtime_binary().empty()) flags.insert(flags.end(), {"--runc-binary", runtime_binary()});
   std::vector<std::string> ids;
   for (int i = 0; i < n; ++i) ids.push_back(fmt::format("l{:03}", i));
-  auto run = [&](int i) {
-    std::vector<std::string> args = {"run"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.insert(args.end(), {"--rootfs", rootfs, ids[i], "/bin/sleep", "600"});
-    return fx.ctr(args);
-  };
-
-  // The first container starts the group's shim; the rest join it, four at a time.
-  auto start = Clock::now();
-  REQUIRE(run(0).ok());
-  std::atomic<int> failed{0};
-  in_parallel(n - 1, 4, [&](int i) { failed += run(i + 1).ok() ? 0 : 1; });
-  REQUIRE(failed == 0);
-  const double create_ms = ms_since(start);
+  const double create_ms = create_group(fx, rootfs, ids);
   const std::string address = fx.shim_address(ids[0]);
   REQUIRE_FALSE(address.empty());
   for (const std::string& id : ids) REQUIRE(fx.shim_address(id) == address);
@@ -182,7 +202,7 @@ TEST_CASE("Connect and Pids answer fast for many containers of one shim, also af
     CpuLoad load;
     sweep(address, fx.ns(), service, ids, 1, &live);
     fx.stop();
-    start = Clock::now();
+    auto start = Clock::now();
     fx.start();  // containerd loads every bundle before it serves
     restart_ms = ms_since(start);
     sweep(address, fx.ns(), service, ids, 2, &reload);
@@ -191,17 +211,9 @@ TEST_CASE("Connect and Pids answer fast for many containers of one shim, also af
   REQUIRE(again);
   CHECK(again->shim_pid() == first->shim_pid());  // one shim, and the same one
 
-  const std::string who = fmt::format("{} containers, containerd {}, {}", n, fx.version().text,
-                                      runtime_binary().empty() ? "runc" : runtime_binary());
-  report(fmt::format("LIBSHIM-LOAD: {}: created in {:.0f} ms", who, create_ms));
-  report(fmt::format("LIBSHIM-LOAD: {}: live, 2 busy loops: Connect {}; Pids {}", who,
-                     summary(live.connect_ms), summary(live.pids_ms)));
-  report(fmt::format("LIBSHIM-LOAD: {}: containerd restart (stop excluded) {:.0f} ms", who,
-                     restart_ms));
-  report(
-      fmt::format("LIBSHIM-LOAD: {}: reload sweep, 2 workers, 2 busy loops: all {} Connect+Pids in "
-                  "{:.0f} ms; Connect {}; Pids {}",
-                  who, n, reload.wall_ms, summary(reload.connect_ms), summary(reload.pids_ms)));
+  report_figures(fmt::format("{} containers, containerd {}, {}", n, fx.version().text,
+                             runtime_binary().empty() ? "runc" : runtime_binary()),
+                 create_ms, live, restart_ms, reload);
   CHECK(live.wrong == 0);
   CHECK(reload.wrong == 0);
   CHECK(reload.wall_ms < 1000);
