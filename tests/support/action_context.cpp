@@ -10,8 +10,9 @@ TestActionContext::TestActionContext(ShimIdentity identity, std::string_view act
                 lines_.emplace_back(line);
               }),
               clock_, LogLevel::kDebug),
-      context_{action, std::move(identity),   logger_,
-               clock_, environment_.reaper(), environment_.spawner()} {}
+      context_{action,      std::move(identity),   logger_,
+               clock_,      environment_.reaper(), environment_.spawner(),
+               std::nullopt} {}
 
 std::vector<std::string> TestActionContext::lines() const {
   std::lock_guard lock(mu_);

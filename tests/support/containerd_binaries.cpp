@@ -57,9 +57,8 @@ ContainerdVersion parse_containerd_version(std::string_view output) {
 ContainerdBinaries resolve_containerd(const std::string& containerd_bin,
                                       const std::string& ctr_bin) {
   ContainerdBinaries bins;
-  bins.containerd = containerd_bin.empty()
-                        ? env_or("LIBSHIM_CONTAINERD_BIN", kDefaultContainerd)
-                        : containerd_bin;
+  bins.containerd = containerd_bin.empty() ? env_or("LIBSHIM_CONTAINERD_BIN", kDefaultContainerd)
+                                           : containerd_bin;
   if (!ctr_bin.empty()) {
     bins.ctr = ctr_bin;
     return bins;
@@ -96,9 +95,20 @@ void check_expected_containerd(const ContainerdVersion& version, const std::stri
   if (expect.empty()) return;
   const std::string actual = fmt::format("{}.{}", version.major, version.minor);
   if (actual != expect) {
-    throw std::runtime_error(fmt::format("{} is containerd {}, but {}={}", bin, version.text,
-                                         kExpectVariable, expect));
+    throw std::runtime_error(
+        fmt::format("{} is containerd {}, but {}={}", bin, version.text, kExpectVariable, expect));
   }
+}
+
+}  // namespace shim::test
+
+namespace shim::test {
+
+std::string cached_containerd_bin(std::string_view major_minor) {
+  const char* cache = std::getenv("LIBSHIM_CACHE");
+  std::string dir = cache != nullptr && *cache != '\0' ? cache : LIBSHIM_TEST_CACHE_DIR;
+  std::string bin = fmt::format("{}/containerd-{}/usr/bin/containerd", dir, major_minor);
+  return ::access(bin.c_str(), X_OK) == 0 ? bin : "";
 }
 
 }  // namespace shim::test

@@ -16,9 +16,7 @@ struct ContainerdVersion {
   int patch = 0;
   std::string text;  // as printed, e.g. "1.6.20~ds1"
 
-  bool at_least(int maj, int min) const {
-    return major > maj || (major == maj && minor >= min);
-  }
+  bool at_least(int maj, int min) const { return major > maj || (major == maj && minor >= min); }
 };
 
 // Parses `containerd --version` output ("containerd <module> <version> <revision>").
@@ -37,12 +35,15 @@ ContainerdBinaries resolve_containerd(const std::string& containerd_bin,
 // Runs `containerd --version`. nullopt, with a one-line reason in `why` naming the
 // wanted version ("containerd 1.7 not available: ..."), when either binary is missing or
 // containerd does not run.
-std::optional<ContainerdVersion> probe_containerd(const ContainerdBinaries& bins,
-                                                  std::string* why);
+std::optional<ContainerdVersion> probe_containerd(const ContainerdBinaries& bins, std::string* why);
 
 // Throws std::runtime_error unless `version` is the major.minor in
 // $LIBSHIM_CONTAINERD_EXPECT (when set): a multi-version run that silently used another
 // containerd would prove nothing.
 void check_expected_containerd(const ContainerdVersion& version, const std::string& bin);
+
+// The containerd binary of `major_minor` ("2.1") that cmake/fetch-containerd.sh cached
+// ($LIBSHIM_CACHE, else the configured cache dir), or "" when it is not there.
+std::string cached_containerd_bin(std::string_view major_minor);
 
 }  // namespace shim::test

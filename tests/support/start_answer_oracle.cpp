@@ -1,14 +1,15 @@
 #include "support/start_answer_oracle.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "common/proto_wire.h"
-#include "gocompat/utf8.h"
 #include "gocompat/go_compat.h"
+#include "gocompat/utf8.h"
 #include "protocol/bootstrap.h"
 #include "protocol/start_answer.h"
 
@@ -24,13 +25,6 @@ constexpr int kMaxVersion2_x = 3;  // CurrentShimVersion in containerd 2.x
 
 // --- reading, the way containerd does -------------------------------------------------
 
-// What Go's json.Unmarshal leaves in client.BootstrapParams{Version, Address, Protocol}.
-struct GoJsonFields {
-  std::int64_t version = 0;
-  std::string address;
-  std::string protocol;
-};
-
 // Go stores a JSON string with each invalid UTF-8 byte replaced by U+FFFD.
 std::string go_string(std::string_view raw) {
   std::string out;
@@ -43,6 +37,99 @@ std::string go_string(std::string_view raw) {
   return out;
 }
 
+// What Go's json.Unmarshal leaves in client.BootstrapParams{Version, Address, Protocol}
+// (1.7 - 2.3), or in the whole BootstrapResult (2.4: `whole`, then also extensions).
+struct GoJsonFields {
+  bool whole = false;
+  std::int64_t version = 0;
+  std::string address;
+  std::string protocol;
+  std::vector<pb::Any> extensions;
+};
+
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+// encoding/json's []byte: base64.StdEncoding.DecodeString (padded; \r and \n skipped).
+bool go_base64_decode(std::string_view text, std::string* out) {
+  std::string clean;
+  for (char c : text) {
+    if (c != '\r' && c != '\n') clean.push_back(c);
+  }
+  if (clean.size() % 4 != 0) return false;
+  out->clear();
+  for (std::size_t i = 0; i < clean.size(); i += 4) {
+    int pad = 0;  // '=' only ends the last quad: "xx==" or "xxx="
+    if (i + 4 == clean.size() && clean[i + 3] == '=') pad = clean[i + 2] == '=' ? 2 : 1;
+    std::uint32_t group = 0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      int v = j >= static_cast<std::size_t>(4 - pad) ? 0 : base64_value(clean[i + j]);
+      if (v < 0) return false;
+      group = group << 6 | static_cast<std::uint32_t>(v);
+    }
+    out->push_back(static_cast<char>(group >> 16));
+    if (pad < 2) out->push_back(static_cast<char>(group >> 8 & 0xff));
+    if (pad < 1) out->push_back(static_cast<char>(group & 0xff));
+  }
+  return true;
+}
+
+// anypb.Any from {"type_url": s, "value": base64}: false on a mistyped member.
+bool assign_any(const json::object& object, pb::Any* any) {
+  for (const auto& [key, member] : object) {
+    if (member.is_null()) continue;
+    if (go_equal_fold(key, "type_url")) {
+      if (!member.is_string()) return false;
+      any->set_type_url(go_string(member.as_string()));
+    } else if (go_equal_fold(key, "value")) {
+      std::string bytes;
+      if (!member.is_string() || !go_base64_decode(member.as_string(), &bytes)) return false;
+      any->set_value(bytes);
+    }
+  }
+  return true;
+}
+
+// []*Extension: null elements stay nil (an Any-less extension here).
+bool assign_extensions(const json::value& value, std::vector<pb::Any>* extensions) {
+  if (!value.is_array()) return false;
+  for (const json::value& element : value.as_array()) {
+    pb::Any any;
+    if (element.is_object()) {
+      for (const auto& [key, member] : element.as_object()) {
+        if (!go_equal_fold(key, "value") || member.is_null()) continue;
+        if (!member.is_object() || !assign_any(member.as_object(), &any)) return false;
+      }
+    } else if (!element.is_null()) {
+      return false;
+    }
+    extensions->push_back(std::move(any));
+  }
+  return true;
+}
+
+// BootstrapResult's other members, which only need to have their Go types.
+bool typed_like_go(std::string_view key, const json::value& value) {
+  if (go_equal_fold(key, "capabilities")) {
+    if (!value.is_array()) return false;
+    return std::all_of(value.as_array().begin(), value.as_array().end(),
+                       [](const json::value& v) { return v.is_null() || v.is_int64(); });
+  }
+  if (go_equal_fold(key, "metadata")) {
+    if (!value.is_object()) return false;
+    return std::all_of(value.as_object().begin(), value.as_object().end(), [](const auto& entry) {
+      return entry.value().is_string() || entry.value().is_null();
+    });
+  }
+  return true;
+}
+
 // Assigns one JSON member to its field; false on a type mismatch (Go saves the error and
 // keeps decoding the other members).
 bool assign_member(std::string_view key, const json::value& value, GoJsonFields* fields) {
@@ -52,9 +139,13 @@ bool assign_member(std::string_view key, const json::value& value, GoJsonFields*
     fields->version = value.as_int64();
     return true;
   }
+  if (fields->whole && go_equal_fold(key, "extensions")) {
+    return assign_extensions(value, &fields->extensions);
+  }
+  if (fields->whole && !typed_like_go(key, value)) return false;
   std::string* target = go_equal_fold(key, "address")    ? &fields->address
                         : go_equal_fold(key, "protocol") ? &fields->protocol
-                                                        : nullptr;
+                                                         : nullptr;
   if (target == nullptr) return true;  // unknown keys are ignored
   if (!value.is_string()) return false;
   *target = go_string(value.as_string());
@@ -108,16 +199,19 @@ bool decode_proto_answer(std::string_view bytes, StartAnswer* answer) {
   answer->address = result.address();
   answer->protocol = result.protocol();
   answer->decoded_as_proto = true;
+  for (const auto& extension : result.extensions()) answer->extensions.push_back(extension.value());
   return true;
 }
 
 Status decode_legacy_answer(std::string_view response, ContainerdRelease reader,
                             StartAnswer* answer) {
   GoJsonFields fields;
+  fields.whole = reader == ContainerdRelease::k2_4;
   bool ok = go_json_unmarshal(response, &fields);
   if (!ok || fields.version < 2) {
     fields.address = std::string(response);
     fields.protocol = "ttrpc";
+    fields.extensions.clear();  // 2.4 starts over from an empty BootstrapResult
     if (reader != ContainerdRelease::k1_7) fields.version = 2;  // 1.7 keeps what it decoded
   }
   int max_version = reader == ContainerdRelease::k1_7 ? kMaxVersion1_7 : kMaxVersion2_x;
@@ -127,14 +221,20 @@ Status decode_legacy_answer(std::string_view response, ContainerdRelease reader,
   answer->version = static_cast<int>(fields.version);
   answer->address = std::move(fields.address);
   answer->protocol = std::move(fields.protocol);
+  answer->extensions = std::move(fields.extensions);
   return {};
 }
 
 }  // namespace
 
-Status parse_start_answer(std::string_view output, ContainerdRelease reader,
-                          StartAnswer* answer) {
+Status parse_start_answer(std::string_view output, ContainerdRelease reader, StartAnswer* answer) {
   *answer = StartAnswer{};
+  // 2.4 (and 2.3.4) decode the raw output as proto before trimming it (binary.go Start).
+  if (reader == ContainerdRelease::k2_4 &&
+      output.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+      decode_proto_answer(output, answer)) {
+    return {};
+  }
   std::string_view response = detail::trim_space(output);
   if (reader == ContainerdRelease::k1_6) {
     answer->version = 2;

@@ -25,7 +25,11 @@ std::uint32_t be32(const std::string& bytes, std::size_t at) {
 }  // namespace
 
 std::string load_wire_hex(const std::string& name) {
-  const std::string path = fmt::format("{}/tests/data/wire/{}.hex", LIBSHIM_SOURCE_DIR, name);
+  return load_data_hex("wire/" + name + ".hex");
+}
+
+std::string load_data_hex(const std::string& relative) {
+  const std::string path = fmt::format("{}/tests/data/{}", LIBSHIM_SOURCE_DIR, relative);
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("cannot open {}", path));
   std::string bytes;
@@ -52,8 +56,8 @@ CapturedFrame load_captured_frame(const std::string& name) {
   CapturedFrame frame;
   frame.raw = load_wire_hex(name);
   if (frame.raw.size() < 10) {
-    throw std::runtime_error(fmt::format("{}: {} bytes, shorter than a header", name,
-                                         frame.raw.size()));
+    throw std::runtime_error(
+        fmt::format("{}: {} bytes, shorter than a header", name, frame.raw.size()));
   }
   frame.length = be32(frame.raw, 0);
   frame.stream_id = be32(frame.raw, 4);

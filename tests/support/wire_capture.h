@@ -14,10 +14,12 @@ namespace shim::test {
 // Bytes of tests/data/wire/<name>.hex ('#' lines are comments, the rest is hex).
 // Throws std::runtime_error when the file is missing or malformed.
 std::string load_wire_hex(const std::string& name);
+// The same for any hex fixture, tests/data/<relative> (e.g. "bootstrap/x.hex").
+std::string load_data_hex(const std::string& relative);
 
 // One captured ttrpc frame, split as on the wire.
 struct CapturedFrame {
-  std::string raw;      // header + payload, exactly as captured
+  std::string raw;  // header + payload, exactly as captured
   std::uint32_t length = 0;
   std::uint32_t stream_id = 0;
   std::uint8_t type = 0;

@@ -9,6 +9,7 @@
 
 #include <string_view>
 
+#include "shim/process/call_deadline.h"
 #include "shim/service_context.h"
 
 namespace shim {
@@ -32,6 +33,13 @@ struct ActionContext {
   // thread of the action's own: Reaper::spawn_claimed, then ExitFuture::wait.
   Reaper& reaper;
   Spawner& spawner;
+  // When the action must be done, on the steady clock (nullopt: unbounded, as -info).
+  // containerd kills `delete` 5 s after starting it (core/runtime/v2/shim.go
+  // cleanupAfterDeadShim, cleanupTimeout) and then leaks the bundle; libshim sets this 3 s
+  // after the action began, leaving the rest for the unmount and the answer, and makes it
+  // the thread's call deadline around Manager::stop, so a runtime command run through
+  // shim/process/run_command.h (a CliClient's) is killed at it (shim/process/call_deadline.h).
+  CallDeadline deadline;
 };
 
 }  // namespace shim

@@ -20,12 +20,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "shim/pb/containerd/task_v2.pb.h"
-#include "shim/pb/containerd/types.pb.h"
-#include "shim/pb/any.pb.h"
 #include "shim/action_context.h"
 #include "shim/logger.h"
+#include "shim/mount_capabilities.h"
+#include "shim/pb/any.pb.h"
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/pb/containerd/types.pb.h"
 #include "shim/process/reaper.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
@@ -47,14 +49,30 @@ struct StartContext {
   std::optional<shim::pb::Any> options;  // runtime options, if any were sent
 };
 
+// How `start` answers a containerd that sends no BootstrapParams: 1.6 - 2.2, and 2.3+
+// for a shim whose name contains shim-runc-v1 or shim-runhcs-v1. Under 1.6 (told by the
+// environment) the answer is always the plain address. 2.3+ callers that send
+// BootstrapParams always get the protobuf BootstrapResult (version 3).
+enum class LegacyStartAnswer {
+  // "unix:///...": read as version 2, ttrpc, by every release (the default).
+  kPlainAddress,
+  // {"version":2,"address":...,"protocol":"ttrpc"}: accepted by 1.7 and 2.x.
+  kJsonVersion2,
+  // Version 3 (task API v3): 2.x only; containerd 1.7 fails the start on it.
+  kJsonVersion3,
+};
+
 // How the `start` action launches the long-lived server. The library's defaults suit
 // most runtimes; a Manager adjusts them in daemon_options().
 struct DaemonOptions {
   // OCI annotations that name the shim group, first present wins; else the task id.
   std::vector<std::string> group_annotations = {"io.containerd.runc.v2.group",
                                                 "io.kubernetes.cri.sandbox-id"};
-  std::string cgroup;       // move the daemon into this cgroup (e.g. runc's ShimCgroup)
+  std::string cgroup;            // move the daemon into this cgroup (e.g. runc's ShimCgroup)
   bool adjust_oom_score = true;  // containerd's oom_score_adj + 1
+  // The answer's form for callers without BootstrapParams (see LegacyStartAnswer). The
+  // JSON forms also carry mount_capabilities() (containerd 2.4 reads them there).
+  LegacyStartAnswer legacy_answer = LegacyStartAnswer::kPlainAddress;
 };
 
 // How the long-lived server runs (Go's shim.Config and RegisterTTRPC have the same
@@ -96,6 +114,20 @@ class Manager {
   // The default: name(), version(), revision() and the options echoed.
   virtual Status info(const ActionContext& context, const std::optional<shim::pb::Any>& options,
                       containerd::types::RuntimeInfo* info) const;
+
+  // The mount types and transforms this shim performs itself (shim/mount_capabilities.h),
+  // or nullopt (the default, as containerd's runc shim): containerd's mount manager does
+  // every mount. Asked by `start` (with its runtime options), whose answer then carries
+  // them for containerd 2.4 (a value with nothing in it still says "nothing beyond
+  // plain mounts"), and by -info (with the options on its stdin, none when containerd
+  // 2.2 - 2.4.0-beta.0 asks at Create), which then sets the annotation
+  // containerd.io/runtime-allow-mounts unless info() set it. Names must be non-empty
+  // UTF-8 without ',', '/', white space or control characters; otherwise the action
+  // fails with InvalidArgument. containerd then leaves the claimed mounts in
+  // CreateTaskRequest.rootfs: the process tier (RuntimeManager) mounts that rootfs on
+  // the host itself, so claim mount types only from a TaskService that takes it.
+  virtual std::optional<MountCapabilities> mount_capabilities(
+      const std::optional<shim::pb::Any>& options) const;
 
   // The task service the long-lived server serves; called once in the daemon.
   virtual std::unique_ptr<TaskService> create_task_service(ServiceContext& context) = 0;

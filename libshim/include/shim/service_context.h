@@ -3,12 +3,15 @@
 //
 // Threading: `executor` is the one event loop; the Reaper delivers exits there and the
 // Publisher may be called from any thread. `pool` runs blocking work. The Logger and the
-// Spawner are thread-safe; ShutdownControl may be called from any thread.
+// Spawner are thread-safe; ShutdownControl::request_shutdown may be called from any
+// thread, its keepers are set and asked on the loop (shim/shutdown_control.h).
 #pragma once
 
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
+
+#include "shim/shutdown_control.h"
 
 namespace shim {
 
@@ -29,15 +32,6 @@ struct ShimIdentity {
   bool debug = false;         // -debug
 };
 
-// Lets a service end the shim: stop accepting, finish in-flight replies, flush events,
-// remove the socket, exit 0. Safe to call from any thread, more than once.
-class ShutdownControl {
- public:
-  virtual ~ShutdownControl() = default;
-  // Asks the shim to shut down (see above); returns at once.
-  virtual void request_shutdown() = 0;
-};
-
 // What the daemon hands a plug-in. Every reference outlives the plug-in.
 struct ServiceContext {
   boost::asio::any_io_executor executor;  // the one event loop
@@ -47,7 +41,7 @@ struct ServiceContext {
   Spawner& spawner;                       // starts processes (fds closed, namespaces, hold)
   WorkPool& pool;                         // small bounded pool for blocking runtime calls
   Logger& logger;                         // the shim's log (containerd's log via the `log` FIFO)
-  ShutdownControl& shutdown;              // ends the shim
+  ShutdownControl& shutdown;              // ends the shim; its keepers decide Shutdown
   ShimIdentity identity;                  // who this shim is
 };
 

@@ -64,8 +64,7 @@ class TaskService {
   // Exec: adds exec process exec_id (started by a later Start).
   virtual void exec(const CallInfo& call, task::ExecProcessRequest request, Reply<Empty> reply);
   // ResizePty: the terminal size of the init or an exec.
-  virtual void resize_pty(const CallInfo& call, task::ResizePtyRequest request,
-                          Reply<Empty> reply);
+  virtual void resize_pty(const CallInfo& call, task::ResizePtyRequest request, Reply<Empty> reply);
   // CloseIO: closes the process's stdin.
   virtual void close_io(const CallInfo& call, task::CloseIORequest request, Reply<Empty> reply);
   // Update: the container's resources (OCI LinuxResources in an Any).
@@ -79,7 +78,11 @@ class TaskService {
   // Connect: the shim's and the init's pids, the task API version.
   virtual void connect(const CallInfo& call, task::ConnectRequest request,
                        Reply<task::ConnectResponse> reply);
-  // Shutdown: ends the shim once it serves no container (ShutdownControl).
+  // Shutdown: containerd sends one after every task it deletes (from 2.4 on also for a
+  // sandbox's tasks), so a shim serving several containers gets many. Answer OK and call
+  // ServiceContext::shutdown.shutdown_if_unused() with a keeper set for your containers
+  // (shim/shutdown_control.h): the shim then ends only when nothing is left. The
+  // default answers Unimplemented, and containerd then leaves the shim running.
   virtual void shutdown(const CallInfo& call, task::ShutdownRequest request, Reply<Empty> reply);
 };
 

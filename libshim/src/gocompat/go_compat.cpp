@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
+#include <fmt/format.h>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <fmt/format.h>
 
 #include "gocompat/utf8.h"
 #include "shim/fs.h"
@@ -79,12 +79,23 @@ std::string go_json_quote(std::string_view text) {
     if (c < 0x80) {
       ++pos;
       switch (c) {
-        case '"': out += "\\\""; continue;
-        case '\\': out += "\\\\"; continue;
-        case '\n': out += "\\n"; continue;
-        case '\r': out += "\\r"; continue;
-        case '\t': out += "\\t"; continue;
-        default: break;
+        case '"':
+          out += "\\\"";
+          continue;
+        case '\\':
+          out += "\\\\";
+          continue;
+        case '\n':
+          out += "\\n";
+          continue;
+        case '\r':
+          out += "\\r";
+          continue;
+        case '\t':
+          out += "\\t";
+          continue;
+        default:
+          break;
       }
       if (c < 0x20 || c == '<' || c == '>' || c == '&') {
         out += fmt::format("\\u00{:02x}", c);
@@ -125,12 +136,18 @@ bool go_equal_fold(std::string_view a, std::string_view b) {
 
 std::string_view go_json_kind(const boost::json::value& value) {
   switch (value.kind()) {
-    case boost::json::kind::string: return "string";
-    case boost::json::kind::bool_: return "bool";
-    case boost::json::kind::array: return "array";
-    case boost::json::kind::object: return "object";
-    case boost::json::kind::null: return "null";
-    default: return "number";
+    case boost::json::kind::string:
+      return "string";
+    case boost::json::kind::bool_:
+      return "bool";
+    case boost::json::kind::array:
+      return "array";
+    case boost::json::kind::object:
+      return "object";
+    case boost::json::kind::null:
+      return "null";
+    default:
+      return "number";
   }
 }
 
@@ -166,15 +183,18 @@ shim::Status go_look_path(std::string_view name, std::string* path) {
     std::string candidate = go_join_path(dir.empty() ? "." : dir, name);
     if (executable_file(candidate)) {
       if (candidate.front() != '/') {  // Go 1.19+ refuses these (exec.ErrDot)
-        return shim::Status(shim::Code::kNotFound,
-                            fmt::format("exec: \"{}\": cannot run executable found relative to current directory", name));
+        return shim::Status(
+            shim::Code::kNotFound,
+            fmt::format("exec: \"{}\": cannot run executable found relative to current directory",
+                        name));
       }
       *path = candidate;
       return {};
     }
     pos = colon + 1;
   }
-  return shim::Status(shim::Code::kNotFound, fmt::format("exec: \"{}\": executable file not found in $PATH", name));
+  return shim::Status(shim::Code::kNotFound,
+                      fmt::format("exec: \"{}\": executable file not found in $PATH", name));
 }
 
 namespace {
@@ -205,11 +225,21 @@ void marshal_into(const boost::json::value& value, std::string* out) {
       out->push_back(']');
       return;
     }
-    case boost::json::kind::string: *out += go_json_quote(value.get_string()); return;
-    case boost::json::kind::int64: *out += std::to_string(value.get_int64()); return;
-    case boost::json::kind::uint64: *out += std::to_string(value.get_uint64()); return;
-    case boost::json::kind::bool_: *out += value.get_bool() ? "true" : "false"; return;
-    case boost::json::kind::null: *out += "null"; return;
+    case boost::json::kind::string:
+      *out += go_json_quote(value.get_string());
+      return;
+    case boost::json::kind::int64:
+      *out += std::to_string(value.get_int64());
+      return;
+    case boost::json::kind::uint64:
+      *out += std::to_string(value.get_uint64());
+      return;
+    case boost::json::kind::bool_:
+      *out += value.get_bool() ? "true" : "false";
+      return;
+    case boost::json::kind::null:
+      *out += "null";
+      return;
     case boost::json::kind::double_:
       // A number beyond double's range parses as an infinity, which Boost prints as
       // "Infinity": not JSON. Go's Marshal refuses such a value; null keeps the output valid.
@@ -227,6 +257,29 @@ void marshal_into(const boost::json::value& value, std::string* out) {
 std::string go_json_marshal(const boost::json::value& value) {
   std::string out;
   marshal_into(value, &out);
+  return out;
+}
+
+}  // namespace shim
+
+namespace shim {
+
+std::string go_base64_std(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    std::uint32_t group = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    std::size_t left = bytes.size() - i;
+    if (left > 1)
+      group |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (left > 2) group |= static_cast<unsigned char>(bytes[i + 2]);
+    out.push_back(kAlphabet[(group >> 18) & 63]);
+    out.push_back(kAlphabet[(group >> 12) & 63]);
+    out.push_back(left > 1 ? kAlphabet[(group >> 6) & 63] : '=');
+    out.push_back(left > 2 ? kAlphabet[group & 63] : '=');
+  }
   return out;
 }
 

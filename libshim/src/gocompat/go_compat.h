@@ -37,6 +37,9 @@ std::string go_json_quote(std::string_view text);
 // Boost.JSON prints them; an infinite one, from a literal beyond double's range, as null).
 std::string go_json_marshal(const boost::json::value& value);
 
+// encoding/base64's StdEncoding (padded), the form encoding/json writes a []byte in.
+std::string go_base64_std(std::string_view bytes);
+
 // Go's strings.TrimSpace (Unicode white space, as unicode.IsSpace).
 std::string_view go_trim_space(std::string_view text);
 

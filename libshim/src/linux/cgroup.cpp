@@ -2,13 +2,18 @@
 #include "linux/cgroup_metrics.h"
 
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <linux/magic.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+
 #include <fmt/format.h>
 
-#include "linux/cgroup_file.h"
 #include "gocompat/go_compat.h"
+#include "linux/cgroup_file.h"
 #include "shim/logger.h"
 
 namespace shim {
@@ -76,7 +81,8 @@ shim::Status load_v1(const CgroupFs& fs, const ProcCgroup& parsed, CgroupPaths* 
     std::string dir = go_join_path(go_join_path(fs.root, hierarchy_dir(controller)), local);
     if (path_exists(dir)) out->controllers[controller] = dir;
   }
-  if (out->controllers.empty()) return shim::Status(shim::Code::kNotFound, "cgroups: cgroup deleted");
+  if (out->controllers.empty())
+    return shim::Status(shim::Code::kNotFound, "cgroups: cgroup deleted");
   return {};
 }
 
@@ -91,7 +97,8 @@ shim::Status load_v2(const CgroupFs& fs, const ProcCgroup& parsed, CgroupPaths* 
 
 CgroupVersion host_cgroup_version(const std::string& root) {
   struct statfs st {};
-  if (::statfs(root.c_str(), &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC) return CgroupVersion::kV2;
+  if (::statfs(root.c_str(), &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC)
+    return CgroupVersion::kV2;
   return CgroupVersion::kV1;
 }
 
@@ -140,8 +147,7 @@ shim::Status load_cgroup(const CgroupFs& fs, CgroupVersion version, int pid, Cgr
   return load_v1(fs, parsed, out);
 }
 
-shim::Status collect_metrics_any(const CgroupFs& fs, const CgroupPaths* paths,
-                                 shim::pb::Any* out) {
+shim::Status collect_metrics_any(const CgroupFs& fs, const CgroupPaths* paths, shim::pb::Any* out) {
   if (paths == nullptr) return shim::not_found("cgroup does not exist");
   if (paths->version == CgroupVersion::kV2) {
     cgroups_v2::Metrics metrics;
@@ -181,6 +187,36 @@ shim::Status enable_v2_controllers(const CgroupFs& fs, const CgroupPaths& paths)
   return last;
 }
 
+namespace {
+
+// cgroup.procs of `dir`, then of its sub-cgroups depth first in name order: runc's
+// GetAllPids (libcontainer/cgroups/utils.go, a filepath.Walk), which `runc ps` lists.
+shim::Status append_cgroup_pids(const std::string& dir, std::vector<std::uint32_t>* pids) {
+  std::string text;
+  if (shim::Status s = go_read_file(dir + "/cgroup.procs", &text); !s.ok()) return s;
+  for (std::string_view line : split_lines(text)) {
+    std::uint64_t pid = 0;
+    if (!parse_uint_strict(go_trim_space(line), &pid).ok()) continue;
+    pids->push_back(static_cast<std::uint32_t>(pid));
+  }
+  std::error_code ec;
+  std::vector<std::string> children;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code type_ec;
+    if (entry.is_directory(type_ec) && !entry.is_symlink(type_ec)) children.push_back(entry.path());
+  }
+  std::sort(children.begin(), children.end());
+  for (const std::string& child : children) {
+    // A sub-cgroup removed meanwhile has no processes left to report.
+    if (shim::Status s = append_cgroup_pids(child, pids);
+        !s.ok() && ::access(child.c_str(), F_OK) == 0) {
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace
 
 shim::Status read_cgroup_pids(const CgroupPaths& paths, std::vector<std::uint32_t>* pids) {
   // v1: any controller lists the same tasks; prefer the ones every runtime sets up.
@@ -193,15 +229,10 @@ shim::Status read_cgroup_pids(const CgroupPaths& paths, std::vector<std::uint32_
     if (dir.empty() && !paths.controllers.empty()) dir = paths.controllers.begin()->second;
   }
   if (dir.empty()) return shim::not_found("cgroup does not exist");
-  std::string text;
-  if (shim::Status s = go_read_file(dir + "/cgroup.procs", &text); !s.ok()) return s;
   pids->clear();
-  for (std::string_view line : split_lines(text)) {
-    std::uint64_t pid = 0;
-    if (!parse_uint_strict(go_trim_space(line), &pid).ok()) continue;
-    pids->push_back(static_cast<std::uint32_t>(pid));
-  }
-  return {};
+  // runc ps of a stopped container whose cgroup is gone lists nothing (Processes()).
+  if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) return {};
+  return append_cgroup_pids(dir, pids);
 }
 
 }  // namespace shim

@@ -32,9 +32,15 @@ bool runc_has_no_state(const CliCommandLine& command_line, const std::string& id
   return ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT;
 }
 
+// Bounds `delete --force` where the action sets no deadline (the `delete` action's,
+// 3 s in, comes first: shim/action_context.h); containerd gives the action 5 s.
+constexpr std::chrono::milliseconds kForceDeleteTimeout{3000};
+
 // `runc delete --force ID`, best effort: containerd logs our stderr as "cleanup warnings".
+// A runtime that hangs is killed at the deadline and the clean-up goes on.
 void force_delete(const shim::ActionContext& context, const CliConfig& config) {
-  CliClient runc(context.reaper, context.spawner, config, CliClientOptions{.timeout = std::chrono::seconds(10)});
+  CliClient runc(context.reaper, context.spawner, config,
+                 CliClientOptions{.timeout = kForceDeleteTimeout});
   if (auto s = runc.remove(context.identity.id, true); !s.ok()) {
     context.logger.warn("failed to remove runc container", {{"error", s.message()}});
   }
@@ -66,8 +72,10 @@ shim::Status CliManager::cleanup(const shim::ActionContext& context, std::int64_
   if (auto s = read_options(bundle, &options, &present); !s.ok()) return s;
 
   if (binary.empty()) binary = default_binary_;
-  CliCommandLine command_line(CliConfig{binary, runc_root(options), context.identity.ns, bundle, false});
-  if (!runc_has_no_state(command_line, context.identity.id)) force_delete(context, command_line.config());
+  CliCommandLine command_line(
+      CliConfig{binary, runc_root(options), context.identity.ns, bundle, false});
+  if (!runc_has_no_state(command_line, context.identity.id))
+    force_delete(context, command_line.config());
   std::string pid_text;
   *init_pid = -1;
   if (shim::read_file(command_line.init_pid_file(), &pid_text).ok()) {
@@ -76,8 +84,9 @@ shim::Status CliManager::cleanup(const shim::ActionContext& context, std::int64_
   return {};
 }
 
-shim::Status CliManager::info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
-                               containerd::types::RuntimeInfo* info) const {
+shim::Status CliManager::info(const shim::ActionContext& context,
+                              const std::optional<shim::pb::Any>& options,
+                              containerd::types::RuntimeInfo* info) const {
   if (shim::Status s = shim::RuntimeManager::info(context, std::nullopt, info); !s.ok()) return s;
   return cli_runtime_info(context, options, info, default_binary_);
 }

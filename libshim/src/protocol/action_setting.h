@@ -15,7 +15,9 @@ namespace shim::detail {
 
 class ActionSetting {
  public:
-  ActionSetting(std::string_view action, ShimIdentity identity);
+  // `deadline`: the ActionContext's (shim/action_context.h).
+  ActionSetting(std::string_view action, ShimIdentity identity,
+                CallDeadline deadline = std::nullopt);
   ActionSetting(const ActionSetting&) = delete;
   ActionSetting& operator=(const ActionSetting&) = delete;
 

@@ -3,12 +3,15 @@
 // message in every release). Warnings go to stderr, which containerd logs.
 #include <unistd.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "common/vendor_call.h"
 #include "protocol/action_setting.h"
 #include "protocol/actions.h"
 #include "shim/fs.h"
+#include "shim/process/call_deadline.h"
 #include "socket/grouping.h"
 #include "socket/socket_address.h"
 #include "socket/unix_listener.h"
@@ -18,13 +21,20 @@ namespace {
 
 constexpr std::string_view kUnixScheme = "unix://";
 
+// containerd kills `delete` after 5 s (cleanupTimeout) and then keeps the bundle and
+// publishes exit status 255 (core/runtime/v2/shim.go cleanupAfterDeadShim; 2.4 says
+// "shim killed after context deadline exceeded", binary.go shimCallError). Runtime
+// commands end 3 s after the action began; the rest is for the unmount and the answer.
+constexpr std::chrono::milliseconds kDeleteRuntimeBudget{3000};
+
 // The socket `start` gave the shim of this task: the bundle's `address` file (written by
 // start, also for a reused group shim), else computed again as start did (group from
 // config.json, default socket dir).
 Status shim_socket_path(const ShimIdentity& context, Manager& manager, std::string* path) {
   std::string address;
   if (read_file(context.bundle + "/address", &address).ok()) {
-    while (!address.empty() && (address.back() == '\n' || address.back() == ' ')) address.pop_back();
+    while (!address.empty() && (address.back() == '\n' || address.back() == ' '))
+      address.pop_back();
   } else {
     StartContext start;
     start.id = context.id;
@@ -56,27 +66,36 @@ void remove_socket_of_dead_shim(const ActionContext& context, Manager& manager) 
   bool removed = false;
   Status s = shim_socket_path(context.identity, manager, &path);
   if (s.ok()) s = remove_dead_socket(path, &removed);
-  if (!s.ok()) context.logger.warn("shim socket not removed", {{"id", context.identity.id}, {"error", s.message()}});
+  if (!s.ok())
+    context.logger.warn("shim socket not removed",
+                        {{"id", context.identity.id}, {"error", s.message()}});
 }
 
 }  // namespace
 
 // The plug-in's clean-up first; the socket is removed whatever it answered.
 int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
+  const auto began = std::chrono::steady_clock::now();
   ShimIdentity identity{.ns = !flags.ns.empty() ? flags.ns : env.ns,
                         .id = flags.id,
                         .bundle = !flags.bundle.empty() ? flags.bundle : current_dir(),
                         .grpc_address = !flags.address.empty() ? flags.address : env.grpc_address,
                         .ttrpc_address = env.ttrpc_address,
                         .debug = flags.debug};
-  if (identity.ns.empty()) return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
-  ActionSetting setting("delete", std::move(identity));
+  if (identity.ns.empty())
+    return fail(manager, Status(Code::kInvalidArgument, "shim namespace cannot be empty"));
+  ActionSetting setting("delete", std::move(identity), began + kDeleteRuntimeBudget);
   if (Status s = setting.status(); !s.ok()) return fail(manager, s);
   ActionContext& context = setting.context();
 
   task::DeleteResponse response;
-  Status stopped = vendor_call("Manager::stop", [&] { return manager.stop(context, &response); },
-                               &context.logger, context.identity.id);
+  Status stopped;
+  {
+    CallDeadlineScope bounded(context.deadline);  // kills a hanging runtime command
+    stopped = vendor_call(
+        "Manager::stop", [&] { return manager.stop(context, &response); }, &context.logger,
+        context.identity.id);
+  }
   remove_socket_of_dead_shim(context, manager);
   if (!stopped.ok()) return fail(manager, stopped);
   return write_fd(STDOUT_FILENO, response.SerializeAsString()) ? 0 : 1;

@@ -5,9 +5,12 @@
 #include "common/vendor_call.h"
 #include "protocol/action_setting.h"
 #include "protocol/actions.h"
+#include "protocol/mount_capability_answer.h"
 
 namespace shim::detail {
 
+// The answer also carries the Manager's mount capabilities as an annotation, for
+// containerd 2.2 - 2.4.0-beta.0 (shim/mount_capabilities.h).
 int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   std::string bytes = read_stdin(std::size_t{10} << 20);
   std::optional<shim::pb::Any> options;
@@ -15,18 +18,23 @@ int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     shim::pb::Any any;
     if (any.ParseFromString(bytes) && !any.type_url().empty()) options = std::move(any);
   }
-  ActionSetting setting("info", ShimIdentity{.ns = !flags.ns.empty() ? flags.ns : env.ns,
-                                             .id = flags.id,
-                                             .bundle = !flags.bundle.empty() ? flags.bundle : current_dir(),
-                                             .grpc_address = !flags.address.empty() ? flags.address : env.grpc_address,
-                                             .ttrpc_address = env.ttrpc_address,
-                                             .debug = flags.debug});
+  ActionSetting setting(
+      "info",
+      ShimIdentity{.ns = !flags.ns.empty() ? flags.ns : env.ns,
+                   .id = flags.id,
+                   .bundle = !flags.bundle.empty() ? flags.bundle : current_dir(),
+                   .grpc_address = !flags.address.empty() ? flags.address : env.grpc_address,
+                   .ttrpc_address = env.ttrpc_address,
+                   .debug = flags.debug});
   if (Status s = setting.status(); !s.ok()) return fail(manager, s);
   ActionContext& context = setting.context();
   containerd::types::RuntimeInfo info;
-  Status status = vendor_call("Manager::info", [&] { return manager.info(context, options, &info); },
-                              &context.logger);
+  Status status = vendor_call(
+      "Manager::info", [&] { return manager.info(context, options, &info); }, &context.logger);
   if (!status.ok()) return fail(manager, status);
+  if (Status s = annotate_runtime_info(manager, options, &info); !s.ok()) {
+    return fail(manager, s);
+  }
   return write_fd(STDOUT_FILENO, info.SerializeAsString()) ? 0 : 1;
 }
 

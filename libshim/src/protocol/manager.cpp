@@ -15,6 +15,11 @@ Status Manager::info(const ActionContext&, const std::optional<shim::pb::Any>& o
   return {};
 }
 
+std::optional<MountCapabilities> Manager::mount_capabilities(
+    const std::optional<shim::pb::Any>&) const {
+  return std::nullopt;
+}
+
 std::unique_ptr<Reaper> Manager::create_reaper(boost::asio::any_io_executor) { return nullptr; }
 
 void Manager::register_services(ttrpc::Router&, ServiceContext&) {}

@@ -1,5 +1,6 @@
 // The `start` action: find or create the shim server for this task's group and print
-// its address in the form the calling containerd reads (runtime/v2/shim.go, core/runtime/v2/shim.go).
+// its address in the form the calling containerd reads (runtime/v2/shim.go,
+// core/runtime/v2/shim.go).
 //
 // stdout carries only the answer and stderr nothing on success: containerd reads the
 // combined output and waits for EOF on it, so the daemon gets /dev/null for 0-2.
@@ -9,13 +10,14 @@
 
 #include <fmt/format.h>
 
+#include "process/posix_spawner.h"
 #include "protocol/actions.h"
 #include "protocol/bootstrap.h"
+#include "protocol/mount_capability_answer.h"
+#include "protocol/start_answer.h"
 #include "shim/fs.h"
 #include "socket/grouping.h"
-#include "process/posix_spawner.h"
 #include "socket/socket_address.h"
-#include "protocol/start_answer.h"
 #include "socket/unix_listener.h"
 
 namespace shim::detail {
@@ -63,8 +65,7 @@ std::vector<std::string> daemon_env(const StartContext& ctx) {
 SpawnRequest daemon_request(const StartContext& ctx, const std::string& group, int listen_fd) {
   SpawnRequest request;
   request.path = self_executable();
-  request.argv = {request.path, "-namespace", ctx.ns, "-id", group,
-                  "-address", ctx.grpc_address};
+  request.argv = {request.path, "-namespace", ctx.ns, "-id", group, "-address", ctx.grpc_address};
   if (ctx.debug) request.argv.push_back("-debug");
   request.env = daemon_env(ctx);
   request.cwd = ctx.bundle;
@@ -79,7 +80,8 @@ Status adjust_oom_score(pid_t pid) {
   std::string score_text;
   if (Status s = read_file("/proc/self/oom_score_adj", &score_text); !s.ok()) return s;
   int shim_score = std::min(std::atoi(score_text.c_str()) + 1, 1000);
-  return write_existing_file(fmt::format("/proc/{}/oom_score_adj", pid), std::to_string(shim_score));
+  return write_existing_file(fmt::format("/proc/{}/oom_score_adj", pid),
+                             std::to_string(shim_score));
 }
 
 // Moves `pid` into `cgroup` (a path relative to the hierarchy roots): the unified
@@ -90,8 +92,8 @@ Status join_cgroup(pid_t pid, const std::string& cgroup) {
     return write_existing_file(fmt::format("/sys/fs/cgroup/{}/cgroup.procs", cgroup), pid_text);
   }
   bool joined = false;
-  for (const char* controller : {"cpu", "cpuacct", "memory", "pids", "blkio", "cpuset",
-                                 "devices", "freezer", "systemd"}) {
+  for (const char* controller :
+       {"cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices", "freezer", "systemd"}) {
     std::string path = fmt::format("/sys/fs/cgroup/{}/{}/cgroup.procs", controller, cgroup);
     if (::access(path.c_str(), F_OK) != 0) continue;
     if (Status s = write_existing_file(path, pid_text); !s.ok()) return s;
@@ -103,13 +105,31 @@ Status join_cgroup(pid_t pid, const std::string& cgroup) {
   return {};
 }
 
-Status answer(const StartInput& input, const ShimEnv& env, const std::string& address) {
-  StartAnswerFormat format = choose_start_answer_format(input.kind, env);
+StartAnswerFormat requested_format(LegacyStartAnswer legacy) {
+  switch (legacy) {
+    case LegacyStartAnswer::kJsonVersion2:
+      return StartAnswerFormat::kJsonV2;
+    case LegacyStartAnswer::kJsonVersion3:
+      return StartAnswerFormat::kJsonV3;
+    case LegacyStartAnswer::kPlainAddress:
+      break;
+  }
+  return StartAnswerFormat::kPlainAddress;
+}
+
+Status answer(const StartInput& input, const ShimEnv& env, const DaemonOptions& options,
+              const std::vector<shim::pb::Any>& extensions, const std::string& address) {
+  StartAnswerFormat format =
+      choose_start_answer_format(input.kind, env, requested_format(options.legacy_answer));
   std::string bytes;
   // libshim serves task API v2 and v3 alike; a 2.3+ caller gets version 3 (sandbox-aware).
   int version = format == StartAnswerFormat::kProtoBootstrapResult ? 3 : 2;
-  if (Status s = format_start_answer(format, address, version, "ttrpc", &bytes); !s.ok()) return s;
-  if (!write_fd(STDOUT_FILENO, bytes)) return Status(Code::kUnknown, "write start answer to stdout");
+  if (Status s = format_start_answer(format, address, version, "ttrpc", &bytes, extensions);
+      !s.ok()) {
+    return s;
+  }
+  if (!write_fd(STDOUT_FILENO, bytes))
+    return Status(Code::kUnknown, "write start answer to stdout");
   return {};
 }
 
@@ -119,7 +139,8 @@ Status launch(const StartContext& ctx, const DaemonOptions& options, const std::
     // A core-scheduling cookie for our process group, inherited by the daemon and so by
     // the containers it starts (PR_SCHED_CORE = 62, CREATE = 1, PIDTYPE_PGID = 2).
     if (::prctl(62, 1, 0, 2, 0) != 0) {
-      return Status(Code::kUnknown, fmt::format("enable sched core support: {}", std::strerror(errno)));
+      return Status(Code::kUnknown,
+                    fmt::format("enable sched core support: {}", std::strerror(errno)));
     }
   }
   PosixSpawner spawner;
@@ -150,6 +171,10 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   }
   DaemonOptions options;
   if (Status s = daemon_options_of(manager, ctx, &options); !s.ok()) return fail(manager, s);
+  std::vector<shim::pb::Any> extensions;
+  if (Status s = start_answer_extensions(manager, ctx.options, &extensions); !s.ok()) {
+    return fail(manager, s);
+  }
 
   std::string spec;
   if (Status s = read_file(ctx.bundle + "/config.json", &spec); !s.ok()) return fail(manager, s);
@@ -176,7 +201,7 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (Status s = write_file_atomic(ctx.bundle + "/address", address); !s.ok()) {
     return abort_start(manager, s, daemon, socket_path);
   }
-  if (Status s = answer(input, env, address); !s.ok()) {
+  if (Status s = answer(input, env, options, extensions, address); !s.ok()) {
     return abort_start(manager, s, daemon, socket_path);
   }
   return 0;

@@ -16,18 +16,20 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/bootstrap.h"
 #include "protocol/shim_env.h"
+#include "shim/pb/any.pb.h"
 #include "shim/status.h"
 
 namespace shim {
 
 enum class StartAnswerFormat {
-  kPlainAddress,           // "unix:///run/containerd/s/<hex>", no newline
-  kJsonV2,                 // {"version":2,"address":"...","protocol":"ttrpc"} (1.7+)
-  kJsonV3,                 // {"version":3,...} (2.0+; 1.7 rejects it)
-  kProtoBootstrapResult,   // containerd.runtime.bootstrap.v1.BootstrapResult (2.3+)
+  kPlainAddress,          // "unix:///run/containerd/s/<hex>", no newline
+  kJsonV2,                // {"version":2,"address":"...","protocol":"ttrpc"} (1.7+)
+  kJsonV3,                // {"version":3,...} (2.0+; 1.7 rejects it)
+  kProtoBootstrapResult,  // containerd.runtime.bootstrap.v1.BootstrapResult (2.3+)
 };
 
 std::string_view start_answer_format_name(StartAnswerFormat format);
@@ -48,7 +50,15 @@ StartAnswerFormat choose_start_answer_format(
 // stderr otherwise, and stderr of `start` is part of containerd's reading).
 // The proto bytes start with the version tag (0x08) and end with the protocol, so
 // containerd's TrimSpace of the output does not alter them.
+// `extensions` (e.g. MountCapabilities, protocol/mount_capability_answer.h) go into the
+// proto answer's field 6 after the protocol (a last byte of an Any's value may then be
+// white space, but containerd 2.3+ tries proto.Unmarshal on the untrimmed output first)
+// and into the JSON answers as Go's encoding/json writes BootstrapResult (key
+// "extensions", each {"value":{"type_url":...,"value":<base64>}}, empty parts left
+// out), which containerd 2.4 decodes whole and 1.7 - 2.3 ignore. The plain address
+// cannot carry them.
 Status format_start_answer(StartAnswerFormat format, std::string_view address, int version,
-                           std::string_view protocol, std::string* bytes);
+                           std::string_view protocol, std::string* bytes,
+                           const std::vector<shim::pb::Any>& extensions = {});
 
 }  // namespace shim

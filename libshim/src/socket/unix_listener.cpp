@@ -88,19 +88,22 @@ Status remove_dead_socket(const std::string& path, bool* removed) {
     return errno == ENOENT ? Status() : errno_status("stat", path);
   }
   if (!S_ISSOCK(before.st_mode)) return invalid_argument(fmt::format("{} is not a socket", path));
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a live server whose backlog is full would hold a blocking connect
+  // (and so the `delete` action, which containerd kills after 5 s); EAGAIN means alive.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return errno_status("socket for", path);
   int result = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len);
   int err = errno;
   ::close(fd);
-  if (result == 0) return {};  // a live server: not ours to remove
+  if (result == 0 || err == EAGAIN) return {};  // a live server: not ours to remove
   if (err != ECONNREFUSED) {
     errno = err;
     return errno_status("probe", path);
   }
   // Same file as probed: a new shim of the group may have bound a fresh socket since.
   struct stat now {};
-  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino || now.st_dev != before.st_dev) {
+  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino ||
+      now.st_dev != before.st_dev) {
     return {};
   }
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_status("remove", path);

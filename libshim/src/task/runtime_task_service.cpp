@@ -19,7 +19,7 @@ constexpr std::string_view kProcessDetailsType = "containerd.runc.v1.ProcessDeta
 
 std::string process_details(const std::string& exec_id) {
   std::string bytes(1, '\x0a');  // field 1, length-delimited
-  for (std::size_t n = exec_id.size(); ; n >>= 7) {
+  for (std::size_t n = exec_id.size();; n >>= 7) {
     bytes.push_back(static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0)));
     if (n <= 0x7f) break;
   }
@@ -45,11 +45,24 @@ RuntimeTaskService::RuntimeTaskService(ServiceContext& context, std::unique_ptr<
       runtime_(std::move(runtime)),
       events_(context.publisher,
               {.on_reaped = [this](const ProcessRef& r, const ProcessExit& e) { on_reaped(r, e); },
-               .on_exit_published = [this](const ProcessRef& r, const ProcessExit& e) { on_exit_published(r, e); }}),
+               .on_exit_published = [this](const ProcessRef& r,
+                                           const ProcessExit& e) { on_exit_published(r, e); }}),
       oom_(context.executor, context.logger, [this](const std::string& id) { events_.oom(id); }),
-      exits_(context.reaper.subscribe([this](const ProcessExit& exit) { events_.handle_exit(exit); })) {}
+      exits_(context.reaper.subscribe(
+          [this](const ProcessExit& exit) { events_.handle_exit(exit); })) {
+  context_.shutdown.set_keeper(std::string(kTasksKeeper), [this] { return why_kept(); });
+}
 
-RuntimeTaskService::~RuntimeTaskService() = default;
+RuntimeTaskService::~RuntimeTaskService() { context_.shutdown.remove_keeper(kTasksKeeper); }
+
+// The containers keep the shim until their Delete finished (they leave containers_
+// then), and so does every Create under way: a Shutdown sent after another container's
+// Delete must not end a shim that is about to serve a new one.
+std::string RuntimeTaskService::why_kept() const {
+  if (containers_.empty() && creating_.empty()) return "";
+  return fmt::format("{} container(s), {} create(s) under way", containers_.size(),
+                     creating_.size());
+}
 
 Status RuntimeTaskService::find(const std::string& id, TaskContainer** container) {
   auto it = containers_.find(id);
@@ -82,7 +95,7 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
   process->state = ProcessState::kStopped;
   process->exit = exit;
   process->handle.mark_reaped();
-  if (process->io) process->io->process_exited();  // a console copy stops once drained
+  if (process->io) process->io->process_exited();   // a console copy stops once drained
   if (ref.is_init()) oom_.check(ref.container_id);  // TaskOOM before this TaskExit
   const bool kill_rest = ref.is_init() && !container->private_pid_namespace;
   if (!kill_rest && !process->io) return;
@@ -93,7 +106,8 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
     if (--*waiting == 0) events_.resume_exit(token);
   };
   if (process->io) {
-    process->io->wait_settled(kExitOutputTimeout, kExitOutputStall, [part_done](bool) { part_done(); });
+    process->io->wait_settled(kExitOutputTimeout, kExitOutputStall,
+                              [part_done](bool) { part_done(); });
   }
   if (kill_rest) kill_rest_of(*container, part_done);
 }
@@ -106,7 +120,8 @@ void RuntimeTaskService::kill_rest_of(TaskContainer& container, std::function<vo
       container, [holder = container.holder] { return holder->instance.kill(SIGKILL, true); },
       [this, done = std::move(done), id = container.id](Status status) {
         if (!status.ok() && status.code() != Code::kUnimplemented) {
-          context_.logger.error("failed to kill init's children", {{"id", id}, {"error", status.message()}});
+          context_.logger.error("failed to kill init's children",
+                                {{"id", id}, {"error", status.message()}});
         }
         done();
       });
@@ -131,7 +146,8 @@ void RuntimeTaskService::state(const CallInfo&, task::StateRequest request,
                                Reply<task::StateResponse> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
   ProcessState state = process->state;
   // An exec shows its container's paused/pausing state, as in the Go shim.
   ProcessState init_state = container->init.state;
@@ -153,10 +169,12 @@ void RuntimeTaskService::state(const CallInfo&, task::StateRequest request,
   reply(response);
 }
 
-void RuntimeTaskService::wait(const CallInfo&, task::WaitRequest request, Reply<task::WaitResponse> reply) {
+void RuntimeTaskService::wait(const CallInfo&, task::WaitRequest request,
+                              Reply<task::WaitResponse> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
   if (process->exit_published && process->exit) return reply(wait_response(*process->exit));
   process->waiters.push_back(std::move(reply));  // answered by on_exit_published
 }
@@ -164,17 +182,21 @@ void RuntimeTaskService::wait(const CallInfo&, task::WaitRequest request, Reply<
 void RuntimeTaskService::kill(const CallInfo&, task::KillRequest request, Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
   int signal = static_cast<int>(request.signal());
   if (!process->is_init()) {
     // Execs are signalled directly, as the Go shim does (no runtime call).
-    if (auto s = check_transition(process->state, Operation::kKill, false); !s.ok()) return reply.fail(s);
-    if (!process->handle.signal(signal).ok()) return reply.fail(not_found("process already finished"));
+    if (auto s = check_transition(process->state, Operation::kKill, false); !s.ok())
+      return reply.fail(s);
+    if (!process->handle.signal(signal).ok())
+      return reply.fail(not_found("process already finished"));
     return reply(Empty());
   }
   bool all = request.all();
   serial(
-      *container, [holder = container->holder, signal, all] { return holder->instance.kill(signal, all); },
+      *container,
+      [holder = container->holder, signal, all] { return holder->instance.kill(signal, all); },
       [this, id = container->id, signal, all, reply](Status status) {
         TaskContainer* c = nullptr;
         if (status.code() == Code::kUnimplemented && find(id, &c).ok()) {
@@ -185,7 +207,8 @@ void RuntimeTaskService::kill(const CallInfo&, task::KillRequest request, Reply<
                        ? failed_precondition("killing all processes needs the runtime's support")
                    : c->init.handle.valid() ? c->init.handle.signal(signal)
                                             : not_found("process already finished");
-          if (!status.ok() && status.code() == Code::kNotFound) status = not_found("process already finished");
+          if (!status.ok() && status.code() == Code::kNotFound)
+            status = not_found("process already finished");
         }
         if (!status.ok()) return reply.fail(status);
         reply(Empty());
@@ -194,7 +217,8 @@ void RuntimeTaskService::kill(const CallInfo&, task::KillRequest request, Reply<
 
 // ---- Pids, Stats ----------------------------------------------------------------------
 
-void RuntimeTaskService::pids(const CallInfo&, task::PidsRequest request, Reply<task::PidsResponse> reply) {
+void RuntimeTaskService::pids(const CallInfo&, task::PidsRequest request,
+                              Reply<task::PidsResponse> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
   struct PidsResult {
@@ -206,8 +230,8 @@ void RuntimeTaskService::pids(const CallInfo&, task::PidsRequest request, Reply<
     result.status = holder->instance.pids(&result.pids);
     if (result.status.code() == Code::kUnimplemented) {
       result.pids.clear();
-      result.status = cgroup ? read_cgroup_pids(*cgroup, &result.pids)
-                             : not_found("cgroup does not exist");
+      result.status =
+          cgroup ? read_cgroup_pids(*cgroup, &result.pids) : not_found("cgroup does not exist");
     }
     return result;
   };
@@ -231,7 +255,8 @@ void RuntimeTaskService::pids(const CallInfo&, task::PidsRequest request, Reply<
   post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
 }
 
-void RuntimeTaskService::stats(const CallInfo&, task::StatsRequest request, Reply<task::StatsResponse> reply) {
+void RuntimeTaskService::stats(const CallInfo&, task::StatsRequest request,
+                               Reply<task::StatsResponse> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
   struct StatsResult {
@@ -257,10 +282,12 @@ void RuntimeTaskService::stats(const CallInfo&, task::StatsRequest request, Repl
 
 // ---- CloseIO, ResizePty ---------------------------------------------------------------
 
-void RuntimeTaskService::close_io(const CallInfo&, task::CloseIORequest request, Reply<Empty> reply) {
+void RuntimeTaskService::close_io(const CallInfo&, task::CloseIORequest request,
+                                  Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
   if (process->io) process->io->close_stdin();
   reply(Empty());
 }
@@ -268,15 +295,18 @@ void RuntimeTaskService::close_io(const CallInfo&, task::CloseIORequest request,
 // Go: an unknown container or exec is the usual NotFound; a stopped exec refuses
 // ("cannot resize a stopped container"); a process without a console, or an init whose
 // console is gone, succeeds without effect.
-void RuntimeTaskService::resize_pty(const CallInfo&, task::ResizePtyRequest request, Reply<Empty> reply) {
+void RuntimeTaskService::resize_pty(const CallInfo&, task::ResizePtyRequest request,
+                                    Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
   if (!process->is_init() && process->state == ProcessState::kStopped) {
     return reply.fail(unknown("cannot resize a stopped container"));
   }
   if (!process->io) return reply(Empty());
-  if (auto s = process->io->resize(request.width(), request.height()); !s.ok()) return reply.fail(s);
+  if (auto s = process->io->resize(request.width(), request.height()); !s.ok())
+    return reply.fail(s);
   reply(Empty());
 }
 
@@ -285,7 +315,8 @@ void RuntimeTaskService::resize_pty(const CallInfo&, task::ResizePtyRequest requ
 void RuntimeTaskService::pause(const CallInfo&, task::PauseRequest request, Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
-  if (auto s = check_transition(container->init.state, Operation::kPause, true); !s.ok()) return reply.fail(s);
+  if (auto s = check_transition(container->init.state, Operation::kPause, true); !s.ok())
+    return reply.fail(s);
   container->init.state = ProcessState::kPausing;
   serial(
       *container, [holder = container->holder] { return holder->instance.pause(); },
@@ -304,7 +335,8 @@ void RuntimeTaskService::pause(const CallInfo&, task::PauseRequest request, Repl
 void RuntimeTaskService::resume(const CallInfo&, task::ResumeRequest request, Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
-  if (auto s = check_transition(container->init.state, Operation::kResume, true); !s.ok()) return reply.fail(s);
+  if (auto s = check_transition(container->init.state, Operation::kResume, true); !s.ok())
+    return reply.fail(s);
   serial(
       *container, [holder = container->holder] { return holder->instance.resume(); },
       [this, id = container->id, reply](Status status) {
@@ -317,23 +349,28 @@ void RuntimeTaskService::resume(const CallInfo&, task::ResumeRequest request, Re
       });
 }
 
-void RuntimeTaskService::update(const CallInfo&, task::UpdateTaskRequest request, Reply<Empty> reply) {
+void RuntimeTaskService::update(const CallInfo&, task::UpdateTaskRequest request,
+                                Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
-  if (auto s = check_transition(container->init.state, Operation::kUpdate, true); !s.ok()) return reply.fail(s);
+  if (auto s = check_transition(container->init.state, Operation::kUpdate, true); !s.ok())
+    return reply.fail(s);
   // Go unmarshals the LinuxResources before the runtime runs: malformed JSON fails with
   // encoding/json's text (pkg/process Init.Update).
   if (auto s = go_json_syntax_check(request.resources().value()); !s.ok()) return reply.fail(s);
   serial(
       *container,
-      [holder = container->holder, json = request.resources().value()] { return holder->instance.update(json); },
+      [holder = container->holder, json = request.resources().value()] {
+        return holder->instance.update(json);
+      },
       [reply](Status status) {
         if (!status.ok()) return reply.fail(status);
         reply(Empty());
       });
 }
 
-void RuntimeTaskService::checkpoint(const CallInfo&, task::CheckpointTaskRequest request, Reply<Empty> reply) {
+void RuntimeTaskService::checkpoint(const CallInfo&, task::CheckpointTaskRequest request,
+                                    Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
   if (auto s = check_transition(container->init.state, Operation::kCheckpoint, true); !s.ok()) {
@@ -342,7 +379,8 @@ void RuntimeTaskService::checkpoint(const CallInfo&, task::CheckpointTaskRequest
   CheckpointConfig config{request.path(), std::nullopt};
   if (request.has_options()) config.options = request.options();
   serial(
-      *container, [holder = container->holder, config] { return holder->instance.checkpoint(config); },
+      *container,
+      [holder = container->holder, config] { return holder->instance.checkpoint(config); },
       [reply](Status status) {
         if (!status.ok()) return reply.fail(status);
         reply(Empty());
@@ -361,9 +399,12 @@ void RuntimeTaskService::connect(const CallInfo&, task::ConnectRequest request,
   reply(response);
 }
 
+// containerd sends Shutdown after every task delete (shim/shutdown_control.h): the shim
+// ends only when no keeper (these containers, a sandbox service's) keeps it.
 void RuntimeTaskService::shutdown(const CallInfo&, task::ShutdownRequest, Reply<Empty> reply) {
   reply(Empty());  // goes out before the shutdown sequence closes the connection
-  if (containers_.empty() && creating_.empty()) context_.shutdown.request_shutdown();
+  std::string kept = context_.shutdown.shutdown_if_unused();
+  if (!kept.empty()) context_.logger.debug("shutdown: shim kept", {{"by", kept}});
 }
 
 }  // namespace shim

@@ -36,26 +36,37 @@ class RuntimeTaskService final : public TaskService {
 
   void create(const CallInfo&, task::CreateTaskRequest request,
               Reply<task::CreateTaskResponse> reply) override;
-  void start(const CallInfo&, task::StartRequest request, Reply<task::StartResponse> reply) override;
-  void remove(const CallInfo&, task::DeleteRequest request, Reply<task::DeleteResponse> reply) override;
+  void start(const CallInfo&, task::StartRequest request,
+             Reply<task::StartResponse> reply) override;
+  void remove(const CallInfo&, task::DeleteRequest request,
+              Reply<task::DeleteResponse> reply) override;
   void exec(const CallInfo&, task::ExecProcessRequest request, Reply<Empty> reply) override;
-  void state(const CallInfo&, task::StateRequest request, Reply<task::StateResponse> reply) override;
+  void state(const CallInfo&, task::StateRequest request,
+             Reply<task::StateResponse> reply) override;
   void wait(const CallInfo&, task::WaitRequest request, Reply<task::WaitResponse> reply) override;
   void kill(const CallInfo&, task::KillRequest request, Reply<Empty> reply) override;
   void pids(const CallInfo&, task::PidsRequest request, Reply<task::PidsResponse> reply) override;
-  void stats(const CallInfo&, task::StatsRequest request, Reply<task::StatsResponse> reply) override;
+  void stats(const CallInfo&, task::StatsRequest request,
+             Reply<task::StatsResponse> reply) override;
   void close_io(const CallInfo&, task::CloseIORequest request, Reply<Empty> reply) override;
   void pause(const CallInfo&, task::PauseRequest request, Reply<Empty> reply) override;
   void resume(const CallInfo&, task::ResumeRequest request, Reply<Empty> reply) override;
   void update(const CallInfo&, task::UpdateTaskRequest request, Reply<Empty> reply) override;
-  void checkpoint(const CallInfo&, task::CheckpointTaskRequest request, Reply<Empty> reply) override;
+  void checkpoint(const CallInfo&, task::CheckpointTaskRequest request,
+                  Reply<Empty> reply) override;
   void resize_pty(const CallInfo&, task::ResizePtyRequest request, Reply<Empty> reply) override;
   void connect(const CallInfo&, task::ConnectRequest request,
                Reply<task::ConnectResponse> reply) override;
   void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
 
+  // The name of this service's keeper in ShutdownControl.
+  static constexpr std::string_view kTasksKeeper = "tasks";
+
  private:
   struct CreateResult;
+
+  // Why the containers keep the shim ("" if they do not): the keeper above.
+  std::string why_kept() const;
 
   // Container `id`, or the Go shim's NotFound "container not created: not found".
   Status find(const std::string& id, TaskContainer** container);
@@ -73,8 +84,10 @@ class RuntimeTaskService final : public TaskService {
   void start_init(TaskContainer& container, Reply<task::StartResponse> reply);
   void start_exec(TaskContainer& container, TaskProcess& process, Reply<task::StartResponse> reply);
   void delete_init(TaskContainer& container, Reply<task::DeleteResponse> reply);
-  void finish_delete_init(const std::string& id, const Status& status, Reply<task::DeleteResponse> reply);
-  void delete_exec(TaskContainer& container, TaskProcess& process, Reply<task::DeleteResponse> reply);
+  void finish_delete_init(const std::string& id, const Status& status,
+                          Reply<task::DeleteResponse> reply);
+  void delete_exec(TaskContainer& container, TaskProcess& process,
+                   Reply<task::DeleteResponse> reply);
   void before_delete(const std::string& id, const std::string& exec_id, std::function<void()> next);
   void after_exit_published(TaskProcess& process, std::function<void()> next);
   void watch_oom(const TaskContainer& container);
@@ -97,9 +110,10 @@ void RuntimeTaskService::serial(TaskContainer& container, Work work, Done done) 
   using Result = std::invoke_result_t<Work&>;
   // The op may launch after the handler returned: it keeps the call's deadline, and a
   // deadline that passed while it waited fails the runtime call at once, as in Go.
-  container.ops->enqueue([this, id = container.id, holder = container.holder, work = std::move(work),
-                          done = std::move(done), deadline = current_call_deadline()](
-                             SerialOps::Finished finished) mutable {
+  container.ops->enqueue([this, id = container.id, holder = container.holder,
+                          work = std::move(work), done = std::move(done),
+                          deadline =
+                              current_call_deadline()](SerialOps::Finished finished) mutable {
     CallDeadlineScope scope(deadline);
     // An op queued behind the container's Delete finds the container gone.
     TaskContainer* current = nullptr;

@@ -52,6 +52,12 @@ void Script::release_kill() {
   cv.notify_all();
 }
 
+void Script::release_create() {
+  std::lock_guard lock(mu);
+  hold_create = false;
+  cv.notify_all();
+}
+
 void Script::maybe_throw(const std::string& method) {
   bool throws_now = false;
   {
@@ -78,6 +84,14 @@ StdioOwner ScriptedInstance::stdio_owner() const {
 
 Status ScriptedInstance::create(const ProcessStdio& stdio, std::uint32_t* pid) {
   script_.maybe_throw("create");
+  {
+    std::unique_lock lock(script_.mu);
+    if (script_.hold_create) {
+      script_.calls.push_back("create held");
+      script_.cv.notify_all();
+      script_.cv.wait(lock, [&] { return !script_.hold_create; });
+    }
+  }
   *pid = pid_;
   // On a pool thread, so no Catch2 assertion here: the test checks what arrives.
   if (!script_.output.empty() && stdio.stdout >= 0) {

@@ -51,6 +51,8 @@ struct Script {
   std::condition_variable cv;
   std::vector<std::string> calls;
   bool hold_kill = false;
+  // create() records "create held" and waits until release_create().
+  bool hold_create = false;
   bool kill_override = true;
   std::string output;  // what the init writes to its stdout at create
   // Methods ("open", "create", "pause", ...) that throw std::runtime_error("boom in <m>").
@@ -61,6 +63,7 @@ struct Script {
   void record(std::string call);
   bool wait_for_call(const std::string& call);
   void release_kill();
+  void release_create();
   // Throws if `method` is in `throws`.
   void maybe_throw(const std::string& method);
   // Stops throwing in `method`.

@@ -71,11 +71,13 @@ shim::Status load_cgroup(const CgroupFs& fs, CgroupVersion version, int pid, Cgr
 // The Stats RPC's answer: the metrics for `paths`' version packed in an Any
 // (type_url without prefix, as the Go shim sends it). `paths` null (no cgroup was
 // loaded) -> NotFound "cgroup does not exist: not found".
-shim::Status collect_metrics_any(const CgroupFs& fs, const CgroupPaths* paths,
-                                 shim::pb::Any* out);
+shim::Status collect_metrics_any(const CgroupFs& fs, const CgroupPaths* paths, shim::pb::Any* out);
 
-// The pids in the cgroup (cgroup.procs of the v2 cgroup or of a v1 controller's
-// directory), in the kernel's order. NotFound without a directory; read errors as Go's.
+// The pids in the cgroup and its sub-cgroups, as `runc ps --format json` lists them
+// (cgroup.procs of the v2 cgroup or of a v1 controller's directory, in the kernel's
+// order, then each sub-cgroup's, depth first in name order). NotFound when no directory
+// was loaded; none when it is gone (a stopped container's); read errors as Go's.
+// Blocking file reads: call it on the WorkPool.
 shim::Status read_cgroup_pids(const CgroupPaths& paths, std::vector<std::uint32_t>* pids);
 
 // What the Go shim does for v2 at init Start: writes "+<c> ..." (the controllers of

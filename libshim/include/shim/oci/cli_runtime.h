@@ -12,10 +12,10 @@
 #include <memory>
 #include <optional>
 
-#include "shim/oci/checkpoint_options.h"
-#include "shim/oci/runc_options.h"
-#include "shim/oci/cli_client.h"
 #include "shim/logger.h"
+#include "shim/oci/checkpoint_options.h"
+#include "shim/oci/cli_client.h"
+#include "shim/oci/runc_options.h"
 #include "shim/runtime.h"
 #include "shim/service_context.h"
 
@@ -41,6 +41,8 @@ class CliInstance final : public shim::Instance {
   shim::Status resume() override;
   shim::Status update(std::string_view resources_json) override;
   shim::Status checkpoint(const shim::CheckpointConfig& config) override;
+  // runc: Unimplemented, so libshim reads the init's cgroup as `runc ps` would (no runc
+  // per call); any other CLI: `<cli> ps --format json`.
   shim::Status pids(std::vector<std::uint32_t>* pids) override;
 
  private:
@@ -59,12 +61,14 @@ class CliRuntime final : public shim::Runtime {
  public:
   // `default_binary`: the CLI when the runtime options name none (BinaryName), looked up
   // on PATH unless it has a '/'.
-  explicit CliRuntime(shim::ServiceContext& context, std::string default_binary = std::string(kDefaultCliBinary))
+  explicit CliRuntime(shim::ServiceContext& context,
+                      std::string default_binary = std::string(kDefaultCliBinary))
       : context_(context), default_binary_(std::move(default_binary)) {}
 
   // Decodes the runc options (the only error: runc Options bytes that do not decode) and
   // writes <bundle>/options.json and <bundle>/runtime, as the Go shim's NewContainer.
-  shim::Status open(const shim::ContainerConfig& config, std::unique_ptr<shim::Instance>* instance) override;
+  shim::Status open(const shim::ContainerConfig& config,
+                    std::unique_ptr<shim::Instance>* instance) override;
 
  private:
   shim::ServiceContext& context_;

@@ -1,0 +1,39 @@
+#include "shim/shutdown_control.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/vendor_call.h"
+
+namespace shim {
+
+std::string ShutdownControl::shutdown_if_unused() {
+  for (const auto& [name, keeper] : keepers_) {
+    std::string reason;
+    Status asked = vendor_call(fmt::format("shutdown keeper {}", name), [&] {
+      reason = keeper();
+      return Status();
+    });
+    if (!asked.ok()) reason = asked.message();
+    if (!reason.empty()) return fmt::format("{}: {}", name, reason);
+  }
+  request_shutdown();
+  return "";
+}
+
+void ShutdownControl::set_keeper(std::string name, Keeper keeper) {
+  auto same = [&](const auto& entry) { return entry.first == name; };
+  auto it = std::find_if(keepers_.begin(), keepers_.end(), same);
+  if (it != keepers_.end()) {
+    it->second = std::move(keeper);
+    return;
+  }
+  keepers_.emplace_back(std::move(name), std::move(keeper));
+}
+
+void ShutdownControl::remove_keeper(std::string_view name) {
+  std::erase_if(keepers_, [&](const auto& entry) { return entry.first == name; });
+}
+
+}  // namespace shim
