@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/proto_wire.h"
 #include "gocompat/go_json_syntax.h"
 #include "shim/logger.h"
 #include "shim/process/reaper.h"
@@ -19,10 +20,7 @@ constexpr std::string_view kProcessDetailsType = "containerd.runc.v1.ProcessDeta
 
 std::string process_details(const std::string& exec_id) {
   std::string bytes(1, '\x0a');  // field 1, length-delimited
-  for (std::size_t n = exec_id.size();; n >>= 7) {
-    bytes.push_back(static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0)));
-    if (n <= 0x7f) break;
-  }
+  detail::append_varint(bytes, exec_id.size());
   return bytes + exec_id;
 }
 

@@ -4,34 +4,22 @@
 
 #include <fmt/format.h>
 
+#include "common/proto_wire.h"
 #include "ttrpc/frame.h"
-#include "ttrpc/proto_reader.h"
 
 namespace shim::ttrpc::wire {
+
+using shim::detail::append_varint;
+using shim::detail::ProtoReader;
+using shim::detail::varint_size;
+using shim::detail::WireField;
+using shim::detail::WireType;
 
 namespace {
 
 constexpr char kResponsePayloadTag = 0x12;  // field 2, length-delimited
 
-std::size_t varint_size(std::uint64_t value) {
-  std::size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
-void append_varint(std::string& out, std::uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-void append_header(std::string& out, std::uint32_t stream_id, FrameType type,
-                   std::size_t length) {
+void append_header(std::string& out, std::uint32_t stream_id, FrameType type, std::size_t length) {
   auto header = encode_header(
       {static_cast<std::uint32_t>(length), stream_id, static_cast<std::uint8_t>(type), 0});
   out.append(header.data(), header.size());
@@ -67,8 +55,8 @@ std::string response_frame(std::uint32_t stream_id, const Status& status,
     code = int32_wire(static_cast<std::int32_t>(status.code()));
     status_size = 1 + varint_size(code) + bytes_field_size(status.message());
   }
-  std::size_t length = (status.ok() ? 0 : 1 + varint_size(status_size) + status_size) +
-                       bytes_field_size(payload);
+  std::size_t length =
+      (status.ok() ? 0 : 1 + varint_size(status_size) + status_size) + bytes_field_size(payload);
   std::string frame;
   frame.reserve(kHeaderSize + length);
   append_header(frame, stream_id, FrameType::kResponse, length);
@@ -127,12 +115,12 @@ namespace {
 
 bool decode_key_value(std::string_view message, Metadata* metadata) {
   ProtoReader reader(message);
-  ProtoReader::Field field;
+  WireField field;
   std::string_view key, value;
   while (reader.next(&field)) {
-    if (field.wire_type != ProtoReader::kLength) continue;
-    if (field.number == 1) key = field.bytes;
-    if (field.number == 2) value = field.bytes;
+    if (field.type != WireType::kLengthDelimited) continue;
+    if (field.number == 1) key = field.payload;
+    if (field.number == 2) value = field.payload;
   }
   if (reader.failed()) return false;
   metadata->emplace_back(key, value);
@@ -141,12 +129,12 @@ bool decode_key_value(std::string_view message, Metadata* metadata) {
 
 bool decode_status(std::string_view message, std::int32_t* code, std::string_view* text) {
   ProtoReader reader(message);
-  ProtoReader::Field field;
+  WireField field;
   while (reader.next(&field)) {
-    if (field.number == 1 && field.wire_type == ProtoReader::kVarint) {
+    if (field.number == 1 && field.type == WireType::kVarint) {
       *code = static_cast<std::int32_t>(field.varint);
-    } else if (field.number == 2 && field.wire_type == ProtoReader::kLength) {
-      *text = field.bytes;
+    } else if (field.number == 2 && field.type == WireType::kLengthDelimited) {
+      *text = field.payload;
     }  // details (3) and unknown fields are skipped
   }
   return !reader.failed();
@@ -157,26 +145,26 @@ bool decode_status(std::string_view message, std::int32_t* code, std::string_vie
 bool decode_request(std::string_view message, RequestView* request) {
   // Unknown fields and fields of an unexpected wire type are skipped, as protobuf does.
   ProtoReader reader(message);
-  ProtoReader::Field field;
+  WireField field;
   while (reader.next(&field)) {
-    bool is_bytes = field.wire_type == ProtoReader::kLength;
+    bool is_bytes = field.type == WireType::kLengthDelimited;
     switch (field.number) {
       case 1:
-        if (is_bytes) request->service = field.bytes;
+        if (is_bytes) request->service = field.payload;
         break;
       case 2:
-        if (is_bytes) request->method = field.bytes;
+        if (is_bytes) request->method = field.payload;
         break;
       case 3:
-        if (is_bytes) request->payload = field.bytes;
+        if (is_bytes) request->payload = field.payload;
         break;
       case 4:
-        if (field.wire_type == ProtoReader::kVarint) {
+        if (field.type == WireType::kVarint) {
           request->timeout_nano = static_cast<std::int64_t>(field.varint);
         }
         break;
       case 5:
-        if (is_bytes && !decode_key_value(field.bytes, &request->metadata)) return false;
+        if (is_bytes && !decode_key_value(field.payload, &request->metadata)) return false;
         break;
       default:
         break;
@@ -187,16 +175,16 @@ bool decode_request(std::string_view message, RequestView* request) {
 
 Status decode_response(std::string_view message, std::string* payload) {
   ProtoReader reader(message);
-  ProtoReader::Field field;
+  WireField field;
   std::int32_t code = 0;
   std::string_view text;
   std::string_view body;
   while (reader.next(&field)) {
-    if (field.wire_type != ProtoReader::kLength) continue;
-    if (field.number == 1 && !decode_status(field.bytes, &code, &text)) {
+    if (field.type != WireType::kLengthDelimited) continue;
+    if (field.number == 1 && !decode_status(field.payload, &code, &text)) {
       return Status(Code::kInternal, "ttrpc: failed to unmarshal response status");
     }
-    if (field.number == 2) body = field.bytes;
+    if (field.number == 2) body = field.payload;
   }
   if (reader.failed()) return Status(Code::kInternal, "ttrpc: failed to unmarshal response");
   if (code != 0) return Status(static_cast<Code>(code), std::string(text));
