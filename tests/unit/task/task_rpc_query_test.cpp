@@ -93,6 +93,24 @@ TEST_CASE(
   CHECK(tier.state("c1", "e1") == types::RUNNING);
 }
 
+// Go's execProcess.Status answers the container's paused/pausing before it looks at the
+// exec's own state, so a created or stopped exec of a paused container is PAUSED too.
+TEST_CASE("tier State of a created or stopped exec of a paused container is PAUSED, as in Go",
+          "[tier]") {
+  Tier tier;
+  tier.script.pause_resume = true;
+  run(tier, "c1");
+  REQUIRE(tier.exec("c1", "e1").status.ok());
+  run_exec(tier, "c1", "e2", 4102);
+  exit_recorded(tier, 4102, 0, "c1", "e2");
+  REQUIRE(tier.pause("c1").status.ok());
+  CHECK(tier.state("c1", "e1") == types::PAUSED);
+  CHECK(tier.state("c1", "e2") == types::PAUSED);
+  REQUIRE(tier.resume("c1").status.ok());
+  CHECK(tier.state("c1", "e1") == types::CREATED);
+  CHECK(tier.state("c1", "e2") == types::STOPPED);
+}
+
 // ---- Wait -------------------------------------------------------------------------------
 
 TEST_CASE("tier Wait: answered once the TaskExit went out, with its status and time", "[tier]") {
