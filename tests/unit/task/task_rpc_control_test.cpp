@@ -143,6 +143,7 @@ TEST_CASE("tier Pause: only a running container; PAUSING meanwhile; /tasks/pause
   CHECK(outcome(tier.resume("c1")) == "Unknown: cannot resume a stopped container");
   CHECK(outcome(tier.pause("c9")) == "NotFound: container not created: not found");
   CHECK(tier.script.recorded() == std::vector<std::string>{"create", "start", "pause"});
+  REQUIRE(tier.wait_published("/tasks/exit"));  // it follows the stop (output settled)
   CHECK(tier.trail("c1") == std::vector<std::string>{"/tasks/create", "/tasks/start",
                                                      "/tasks/paused", "/tasks/exit c1"});
 }

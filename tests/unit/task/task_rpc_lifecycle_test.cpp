@@ -192,6 +192,7 @@ TEST_CASE("tier Exec: the init's state decides; a created init takes execs", "[t
   REQUIRE(tier.resume("c1").status.ok());
   exit_recorded(tier, 4002, 0, "c1");
   CHECK(outcome(tier.exec("c1", "e3")) == "Unknown: cannot exec in a stopped state");
+  REQUIRE(tier.wait_published("/tasks/exit"));  // it follows the stop (output settled)
   CHECK(tier.trail("c1") == std::vector<std::string>{"/tasks/create", "/tasks/exec-added e1",
                                                      "/tasks/start", "/tasks/paused",
                                                      "/tasks/resumed", "/tasks/exit c1"});
