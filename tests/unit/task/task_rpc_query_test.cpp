@@ -190,7 +190,8 @@ TEST_CASE("tier Pids: the runtime's pids, exec details on the pids of execs", "[
 
 TEST_CASE("tier Pids without the runtime's: the init's cgroup, or NotFound without one", "[tier]") {
   Tier tier;
-  run(tier, "c1");  // pid 4002 is made up: no cgroup was loaded
+  script_pid(tier, "c1", kNoSuchPid);  // no process, so no cgroup was loaded
+  run(tier, "c1");
   task::PidsRequest request;
   request.set_id("c1");
   CHECK(outcome(tier.call<task::PidsResponse>("Pids", request)) ==
@@ -206,16 +207,20 @@ TEST_CASE("tier Pids without the runtime's: the init's cgroup, or NotFound witho
   REQUIRE(tier.call("Pids", request, &response).status.ok());
   bool init_listed = false;
   bool exec_listed = false;
+  std::string listed;
   for (const auto& process : response.processes()) {
+    listed += fmt::format(" {}{}", process.pid(), process.has_info() ? "+info" : "");
     init_listed = init_listed || (process.pid() == init.pid() && !process.has_info());
     exec_listed = exec_listed || (process.pid() == exec.pid() && process.has_info());
   }
+  INFO("init " << init.pid() << ", exec " << exec.pid() << ", listed:" << listed);
   CHECK(init_listed);
   CHECK(exec_listed);
 }
 
 TEST_CASE("tier Stats: the runtime's metrics, else the init's cgroup's, else NotFound", "[tier]") {
   Tier tier;
+  script_pid(tier, "c1", kNoSuchPid);  // no process, so no cgroup was loaded
   run(tier, "c1");
   task::StatsRequest request;
   request.set_id("c1");

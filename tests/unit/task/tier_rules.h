@@ -31,6 +31,11 @@ using shim::test::kSharedPidSpec;
 using shim::test::Tier;
 using namespace std::chrono_literals;
 
+// A pid no process can have (above Linux's PID_MAX_LIMIT): for the rules that need a
+// process that is gone (no pidfd, no cgroup), where a made-up pid such as 4002 may be a
+// live process of the host now and then.
+inline constexpr std::uint32_t kNoSuchPid = 4194400;
+
 // What containerd gets: "OK" or "<Code>: <text>" ("Unknown: cannot start a running process").
 inline std::string outcome(const CallResult& result) { return result.status.to_string(); }
 
