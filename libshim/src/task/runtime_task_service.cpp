@@ -147,9 +147,10 @@ void RuntimeTaskService::state(const CallInfo&, task::StateRequest request,
   if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
     return reply.fail(s);
   ProcessState state = process->state;
-  // An exec shows its container's paused/pausing state, as in the Go shim.
+  // An exec shows its container's paused/pausing state whatever its own (created,
+  // running or stopped), as the Go shim's execProcess.Status does.
   ProcessState init_state = container->init.state;
-  if (!process->is_init() && state == ProcessState::kRunning &&
+  if (!process->is_init() &&
       (init_state == ProcessState::kPaused || init_state == ProcessState::kPausing)) {
     state = init_state;
   }

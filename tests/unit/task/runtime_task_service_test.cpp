@@ -148,6 +148,7 @@ TEST_CASE("tier: a runtime's refusal at open leaves no container and no event", 
 
 TEST_CASE("tier: Go's state machine texts come before any runtime call", "[tier]") {
   Tier tier;
+  tier.script.pids["c3"] = 4194400;  // above PID_MAX_LIMIT: surely no process, no cgroup
   REQUIRE(tier.create("c3", kPrivatePidSpec).status.ok());
   task::PauseRequest pause;
   pause.set_id("c3");
@@ -159,7 +160,7 @@ TEST_CASE("tier: Go's state machine texts come before any runtime call", "[tier]
   CHECK(tier.call<shim::pb::Empty>("Pause", pause).status.code() == shim::Code::kUnimplemented);
   task::StatsRequest stats;
   stats.set_id("c3");
-  // No cgroup was found for the made-up pid: Go's NotFound.
+  // No cgroup was found for the pid: Go's NotFound.
   CHECK(tier.call<task::StatsResponse>("Stats", stats).status.message() ==
         "cgroup does not exist: not found");
 }
@@ -167,11 +168,13 @@ TEST_CASE("tier: Go's state machine texts come before any runtime call", "[tier]
 TEST_CASE("tier: kill of an Instance without kill() falls back to the init's pidfd", "[tier]") {
   Tier tier;
   tier.script.kill_override = false;
+  // Above PID_MAX_LIMIT: no pidfd can be opened, so the init counts as gone. (A made-up
+  // pid like 4002 may belong to a live process of the host, which would get the signal.)
+  tier.script.pids["c4"] = 4194400;
   REQUIRE(tier.create("c4", kPrivatePidSpec).status.ok());
   task::KillRequest kill;
   kill.set_id("c4");
   kill.set_signal(15);
-  // Pid 4002 was made up: no pidfd could be opened, so the init counts as gone.
   CHECK(tier.call<shim::pb::Empty>("Kill", kill).status.message() ==
         "process already finished: not found");
 }

@@ -1,5 +1,6 @@
 #include "unit/task/scripted_tier.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,13 +78,61 @@ std::vector<std::string> Script::recorded() {
   return calls;
 }
 
+void Script::hold(const std::string& hold) {
+  std::lock_guard lock(mu);
+  held_.insert(hold);
+}
+
+bool Script::wait_until_held(const std::string& hold) {
+  std::unique_lock lock(mu);
+  return cv.wait_for(lock, 5s, [&] { return waiting_.contains(hold); });
+}
+
+void Script::release(const std::string& hold) {
+  std::lock_guard lock(mu);
+  held_.erase(hold);
+  cv.notify_all();
+}
+
+void Script::release_all() {
+  std::lock_guard lock(mu);
+  held_.clear();
+  hold_kill = false;
+  hold_create = false;
+  cv.notify_all();
+}
+
+Status Script::enter(const std::string& method, const std::string& id) {
+  {
+    std::unique_lock lock(mu);
+    for (const std::string& hold : {method, method + " " + id}) {
+      if (!held_.contains(hold)) continue;
+      auto it = waiting_.insert(hold);
+      cv.notify_all();
+      cv.wait(lock, [&] { return !held_.contains(hold); });
+      waiting_.erase(it);
+    }
+  }
+  maybe_throw(method);
+  std::lock_guard lock(mu);
+  auto it = fails.find(method);
+  return it == fails.end() ? Status() : it->second;
+}
+
+namespace {
+
+// A dup of `fd` (-1 stays -1), kept as the process would keep its stdin.
+UniqueFd dup_of(int fd) { return UniqueFd(fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, 0)); }
+
+}  // namespace
+
 StdioOwner ScriptedInstance::stdio_owner() const {
   script_.maybe_throw("stdio_owner");
   return {};
 }
 
 Status ScriptedInstance::create(const ProcessStdio& stdio, std::uint32_t* pid) {
-  script_.maybe_throw("create");
+  if (Status s = script_.enter("create", id_); !s.ok()) return s;
   {
     std::unique_lock lock(script_.mu);
     if (script_.hold_create) {
@@ -98,19 +147,29 @@ Status ScriptedInstance::create(const ProcessStdio& stdio, std::uint32_t* pid) {
     [[maybe_unused]] ssize_t n =
         ::write(stdio.stdout, script_.output.data(), script_.output.size());
   }
+  {
+    std::lock_guard lock(script_.mu);
+    if (auto it = script_.pids.find(id_); it != script_.pids.end()) *pid = it->second;
+    script_.stdin_of[id_] = dup_of(stdio.stdin);
+  }
   script_.record("create");
   return {};
 }
 
 Status ScriptedInstance::start(std::uint32_t*) {
-  script_.maybe_throw("start");
+  if (Status s = script_.enter("start", id_); !s.ok()) return s;
   script_.record("start");
   return {};
 }
 
 Status ScriptedInstance::exec(const ExecConfig& exec, std::uint32_t* pid) {
-  script_.maybe_throw("exec");
+  if (Status s = script_.enter("exec", id_); !s.ok()) return s;
   *pid = pid_ + 1;
+  {
+    std::lock_guard lock(script_.mu);
+    if (auto it = script_.pids.find(exec.exec_id); it != script_.pids.end()) *pid = it->second;
+    script_.stdin_of[exec.exec_id] = dup_of(exec.stdio.stdin);
+  }
   script_.record("exec " + exec.exec_id);
   return {};
 }
@@ -122,7 +181,7 @@ Status ScriptedInstance::delete_exec(const std::string& exec_id) {
 }
 
 Status ScriptedInstance::kill(int signal, bool all) {
-  script_.maybe_throw("kill");
+  if (Status s = script_.enter("kill", id_); !s.ok()) return s;
   if (!script_.kill_override) return Instance::kill(signal, all);
   std::unique_lock lock(script_.mu);
   script_.cv.wait(lock, [&] { return !script_.hold_kill; });
@@ -132,50 +191,73 @@ Status ScriptedInstance::kill(int signal, bool all) {
 }
 
 Status ScriptedInstance::remove() {
-  script_.maybe_throw("remove");
+  if (Status s = script_.enter("remove", id_); !s.ok()) return s;
   script_.record("remove");
   return {};
 }
 
+namespace {
+
+bool implements(Script& script, const std::string& method) {
+  std::lock_guard lock(script.mu);
+  return script.implemented.contains(method);
+}
+
+}  // namespace
+
 Status ScriptedInstance::pause() {
-  script_.maybe_throw("pause");
+  if (Status s = script_.enter("pause", id_); !s.ok()) return s;
   if (!script_.pause_resume) return Instance::pause();
   script_.record("pause");
   return {};
 }
 
 Status ScriptedInstance::resume() {
-  script_.maybe_throw("resume");
+  if (Status s = script_.enter("resume", id_); !s.ok()) return s;
   if (!script_.pause_resume) return Instance::resume();
   script_.record("resume");
   return {};
 }
 
 Status ScriptedInstance::update(std::string_view resources_json) {
-  script_.maybe_throw("update");
-  return Instance::update(resources_json);
+  if (Status s = script_.enter("update", id_); !s.ok()) return s;
+  if (!implements(script_, "update")) return Instance::update(resources_json);
+  script_.record(fmt::format("update {}", resources_json));
+  return {};
 }
 
 Status ScriptedInstance::checkpoint(const CheckpointConfig& config) {
-  script_.maybe_throw("checkpoint");
-  return Instance::checkpoint(config);
+  if (Status s = script_.enter("checkpoint", id_); !s.ok()) return s;
+  if (!implements(script_, "checkpoint")) return Instance::checkpoint(config);
+  script_.record("checkpoint " + config.path);
+  return {};
 }
 
 Status ScriptedInstance::stats(pb::Any* metrics) {
-  script_.maybe_throw("stats");
-  return Instance::stats(metrics);
+  if (Status s = script_.enter("stats", id_); !s.ok()) return s;
+  if (!implements(script_, "stats")) return Instance::stats(metrics);
+  metrics->set_type_url("scripted.Metrics");
+  metrics->set_value(id_);
+  script_.record("stats");
+  return {};
 }
 
 Status ScriptedInstance::pids(std::vector<std::uint32_t>* pids) {
-  script_.maybe_throw("pids");
-  return Instance::pids(pids);
+  if (Status s = script_.enter("pids", id_); !s.ok()) return s;
+  if (!implements(script_, "pids")) return Instance::pids(pids);
+  {
+    std::lock_guard lock(script_.mu);
+    *pids = script_.pid_list;
+  }
+  script_.record("pids");
+  return {};
 }
 
 Status ScriptedRuntime::open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) {
   script_.maybe_throw("open");
   if (config.id == "refused") return invalid_argument("refused by the runtime");
   *instance = std::make_unique<ScriptedInstance>(
-      script_, 4000 + static_cast<std::uint32_t>(config.id.size()));
+      script_, config.id, 4000 + static_cast<std::uint32_t>(config.id.size()));
   return {};
 }
 
@@ -193,10 +275,12 @@ Tier::Tier(std::unique_ptr<Runtime> runtime) {
 }
 
 Tier::~Tier() {
+  script.release_all();  // a failed test may leave a pool thread in a hold
   client.reset();
+  // The pool's last results reach the loop before the service goes.
+  pool.stop();
   io.run([this] { server->close(); });
   io.run([this] { service.reset(); });
-  pool.stop();
 }
 
 std::string Tier::bundle(const std::string& id, const std::string& spec) {
@@ -282,6 +366,35 @@ containerd::v1::types::Status Tier::state(const std::string& id, const std::stri
 bool Tier::published(const std::string& topic) {
   auto topics = publisher.topics();
   return std::find(topics.begin(), topics.end(), topic) != topics.end();
+}
+
+bool Tier::wait_published(const std::string& topic, std::size_t count) {
+  return eventually([&] {
+    auto topics = publisher.topics();
+    return static_cast<std::size_t>(std::count(topics.begin(), topics.end(), topic)) >= count;
+  });
+}
+
+std::vector<std::string> Tier::trail(const std::string& id) {
+  std::vector<std::string> out;
+  for (const auto& event : publisher.events()) {
+    // Every task event has the container id as field 1: TaskOOM reads just that.
+    containerd::events::TaskOOM any;
+    REQUIRE(any.ParseFromString(event.bytes));
+    if (any.container_id() != id) continue;
+    std::string entry = event.topic;
+    if (event.topic == "/tasks/exit") {
+      containerd::events::TaskExit exit;
+      REQUIRE(exit.ParseFromString(event.bytes));
+      entry += " " + exit.id();
+    } else if (event.topic == "/tasks/exec-added" || event.topic == "/tasks/exec-started") {
+      containerd::events::TaskExecStarted exec;  // exec_id is field 2 in both
+      REQUIRE(exec.ParseFromString(event.bytes));
+      entry += " " + exec.exec_id();
+    }
+    out.push_back(entry);
+  }
+  return out;
 }
 
 }  // namespace shim::test

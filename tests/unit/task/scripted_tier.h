@@ -5,6 +5,8 @@
 #pragma once
 
 #include <condition_variable>
+#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -21,6 +23,7 @@
 #include "shim/process/work_pool.h"
 #include "shim/runtime.h"
 #include "shim/service_context.h"
+#include "shim/unique_fd.h"
 #include "support/io_thread.h"
 #include "support/recording_publisher.h"
 #include "support/temp_dir.h"
@@ -45,7 +48,8 @@ class FakeReaper final : public Reaper {
   ExitCallback callback_;
 };
 
-// What the instances did, in order; which methods throw; a gate to hold kill().
+// What the instances did, in order; which methods throw, fail or wait; a gate to hold
+// kill(). Set the fields before the calls they change (or under `mu`).
 struct Script {
   std::mutex mu;
   std::condition_variable cv;
@@ -59,6 +63,18 @@ struct Script {
   std::set<std::string> throws;
   // pause() and resume() succeed instead of answering Unimplemented.
   bool pause_resume = false;
+  // Methods ("create", "start", "exec", "kill", "pause", ...) that answer this status.
+  std::map<std::string, Status> fails;
+  // Optional methods ("update", "checkpoint", "stats", "pids") that succeed and record
+  // the call ("update <json>", "checkpoint <path>", "stats", "pids").
+  std::set<std::string> implemented;
+  std::vector<std::uint32_t> pid_list;  // what an implemented pids() answers
+  // The pid create() reports for container <id> (key <id>) or exec() for exec <exec_id>
+  // (key <exec_id>), instead of the made-up one: a real process, or distinct pids.
+  std::map<std::string, std::uint32_t> pids;
+  // A dup of the stdin fd each process got (key: container id or exec id), as the
+  // process would hold it: a test reads what reaches it and sees it closed.
+  std::map<std::string, UniqueFd> stdin_of;
 
   void record(std::string call);
   bool wait_for_call(const std::string& call);
@@ -69,11 +85,29 @@ struct Script {
   // Stops throwing in `method`.
   void stop_throwing(const std::string& method);
   std::vector<std::string> recorded();
+
+  // Calls of `hold` ("start": every container's; "start c1": container c1's) block on
+  // entry until release(hold): a call under way, on demand.
+  void hold(const std::string& hold);
+  // Waits (5 s at most) until a call is blocked in `hold`.
+  bool wait_until_held(const std::string& hold);
+  void release(const std::string& hold);
+  // Releases every hold (kill's and create's too): the Tier does so before it stops the
+  // pool.
+  void release_all();
+  // What `method` of container `id` does first: waits while held, throws if scripted
+  // to, then answers its scripted failure (OK if none).
+  Status enter(const std::string& method, const std::string& id);
+
+ private:
+  std::set<std::string> held_;
+  std::multiset<std::string> waiting_;
 };
 
 class ScriptedInstance final : public Instance {
  public:
-  ScriptedInstance(Script& script, std::uint32_t pid) : script_(script), pid_(pid) {}
+  ScriptedInstance(Script& script, std::string id, std::uint32_t pid)
+      : script_(script), id_(std::move(id)), pid_(pid) {}
   StdioOwner stdio_owner() const override;
   Status create(const ProcessStdio& stdio, std::uint32_t* pid) override;
   Status start(std::uint32_t*) override;
@@ -81,7 +115,8 @@ class ScriptedInstance final : public Instance {
   Status delete_exec(const std::string& exec_id) override;
   Status kill(int signal, bool all) override;
   Status remove() override;
-  // These record the call (and may throw), then answer Instance's default.
+  // These record the call (and may throw or fail), then answer Instance's default unless
+  // the Script implements them.
   Status pause() override;
   Status resume() override;
   Status update(std::string_view resources_json) override;
@@ -91,6 +126,7 @@ class ScriptedInstance final : public Instance {
 
  private:
   Script& script_;
+  std::string id_;
   std::uint32_t pid_;
 };
 
@@ -123,6 +159,12 @@ struct Tier {
       REQUIRE(response->ParseFromString(result.payload));
     return result;
   }
+  // A call answered later: for calls that wait (Wait, a Delete behind an exit, a held
+  // runtime call). The payload is the serialized response.
+  template <class Request>
+  std::future<CallResult> call_async(const std::string& method, const Request& request) {
+    return client->call_async("containerd.task.v2.Task", method, request.SerializeAsString());
+  }
   CallResult create(const std::string& id, const std::string& spec,
                     const std::string& stdout_path = "");
   CallResult start(const std::string& id, const std::string& exec_id = "");
@@ -139,6 +181,11 @@ struct Tier {
   // The init's or exec's status (containerd's enum) from State.
   containerd::v1::types::Status state(const std::string& id, const std::string& exec_id = "");
   bool published(const std::string& topic);
+  // Waits (5 s at most) until `count` events of `topic` went out.
+  bool wait_published(const std::string& topic, std::size_t count = 1);
+  // The events of container `id` in order, each as "<topic>" or, for events about one
+  // process, "<topic> <exec id or container id>" ("/tasks/exit e1").
+  std::vector<std::string> trail(const std::string& id);
 
   TempDir dir{"tier-"};
   IoThread io;
