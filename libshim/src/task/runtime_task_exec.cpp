@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
-#include <fmt/format.h>
 
 #include "shim/linux/mount.h"
 #include "shim/timestamp.h"
@@ -27,11 +27,13 @@ std::string out_of_range_number(const boost::json::value& value, const std::stri
     for (const auto& [key, member] : *object) {
       std::string escaped;
       for (char c : key) escaped += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-      if (std::string found = out_of_range_number(member, at + "/" + escaped); !found.empty()) return found;
+      if (std::string found = out_of_range_number(member, at + "/" + escaped); !found.empty())
+        return found;
     }
   } else if (const auto* array = value.if_array()) {
     for (std::size_t i = 0; i < array->size(); ++i) {
-      if (std::string found = out_of_range_number((*array)[i], fmt::format("{}/{}", at, i)); !found.empty()) {
+      if (std::string found = out_of_range_number((*array)[i], fmt::format("{}/{}", at, i));
+          !found.empty()) {
         return found;
       }
     }
@@ -44,7 +46,8 @@ std::string out_of_range_number(const boost::json::value& value, const std::stri
 Status exec_spec(const task::ExecProcessRequest& request, std::string* spec_json) {
   boost::system::error_code ec;
   boost::json::value spec = boost::json::parse(request.spec().value(), ec);
-  if (ec || !spec.is_object()) return invalid_argument("exec spec is not an OCI process JSON object");
+  if (ec || !spec.is_object())
+    return invalid_argument("exec spec is not an OCI process JSON object");
   if (std::string at = out_of_range_number(spec, ""); !at.empty()) {
     return invalid_argument(fmt::format("exec spec: the number at {} is out of range", at));
   }
@@ -70,10 +73,11 @@ void drain_then(ProcessIO* io, std::function<void()> next) {
   if (io == nullptr) return next();
   // Delivered, not just drained: ctr 1.6 drops FIFO bytes still unread when we answer.
   // `next` runs after the handler returned: it keeps the call's deadline.
-  io->wait_delivered(kIoDrainTimeout, [next = std::move(next), deadline = current_call_deadline()](bool) {
-    CallDeadlineScope scope(deadline);
-    next();
-  });
+  io->wait_delivered(kIoDrainTimeout,
+                     [next = std::move(next), deadline = current_call_deadline()](bool) {
+                       CallDeadlineScope scope(deadline);
+                       next();
+                     });
 }
 
 // Runs `next` once a binary:// logger of `io` has exited (Go's Delete waits for it too),
@@ -93,19 +97,22 @@ struct ExecResult {
 
 // ---- Exec -----------------------------------------------------------------------------
 
-void RuntimeTaskService::exec(const CallInfo&, task::ExecProcessRequest request, Reply<Empty> reply) {
+void RuntimeTaskService::exec(const CallInfo&, task::ExecProcessRequest request,
+                              Reply<Empty> reply) {
   TaskContainer* container = nullptr;
   if (auto s = find(request.id(), &container); !s.ok()) return reply.fail(s);
   if (container->execs.contains(request.exec_id())) {
     return reply.fail(already_exists(fmt::format("id {}", request.exec_id())));
   }
-  if (auto s = check_transition(container->init.state, Operation::kExec, true); !s.ok()) return reply.fail(s);
+  if (auto s = check_transition(container->init.state, Operation::kExec, true); !s.ok())
+    return reply.fail(s);
   if (container->restore_pending) return reply.fail(unknown("cannot exec in a created state"));
   auto process = std::make_unique<TaskProcess>();
   if (auto s = exec_spec(request, &process->spec_json); !s.ok()) return reply.fail(s);
   process->id = request.exec_id();
   process->exec_id = request.exec_id();
-  process->stdio = StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
+  process->stdio =
+      StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
   container->execs.emplace(request.exec_id(), std::move(process));
   events_.exec_added(request.id(), request.exec_id());
   reply(Empty());
@@ -122,12 +129,14 @@ void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& proce
     if (!result.status.ok()) return result;
     result.status = result.io->logger_starter()();  // a binary:// logger is ready first
     if (result.status.ok()) {
-      result.status = holder->instance.exec(ExecConfig{exec_id, spec, runtime_stdio(*result.io)}, &result.pid);
+      result.status =
+          holder->instance.exec(ExecConfig{exec_id, spec, runtime_stdio(*result.io)}, &result.pid);
     }
     if (result.status.ok()) result.status = result.io->console_receiver()();
     return result;
   };
-  auto done = [this, id = container.id, exec_id = process.exec_id, token, reply](ExecResult result) {
+  auto done = [this, id = container.id, exec_id = process.exec_id, token,
+               reply](ExecResult result) {
     TaskContainer* c = nullptr;
     TaskProcess* p = nullptr;
     if (!find(id, exec_id, &c, &p).ok()) {
@@ -161,10 +170,14 @@ void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& proce
 
 // ---- Delete ---------------------------------------------------------------------------
 
-void RuntimeTaskService::remove(const CallInfo&, task::DeleteRequest request, Reply<task::DeleteResponse> reply) {
+void RuntimeTaskService::remove(const CallInfo&, task::DeleteRequest request,
+                                Reply<task::DeleteResponse> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  // Go's second Delete waits for the first on the process lock, then finds it deleted.
+  if (process->deleting) return process->later_deletes.push_back(std::move(reply));
   if (process->busy) return reply.fail(unknown("cannot delete a running process"));
   if (auto s = check_transition(process->state, Operation::kDelete, process->is_init()); !s.ok()) {
     return reply.fail(s);
@@ -207,9 +220,15 @@ void RuntimeTaskService::before_delete(const std::string& id, const std::string&
 
 void RuntimeTaskService::delete_init(TaskContainer& container, Reply<task::DeleteResponse> reply) {
   container.init.busy = true;
+  container.init.deleting = true;
   before_delete(container.id, "", [this, id = container.id, reply]() {
     TaskContainer* c = nullptr;
     if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
+    // Its TaskExit still waits for running execs: Go's init is running until its exit is
+    // handled after theirs. Going on would publish /tasks/delete with no TaskExit before.
+    if (c->init.exit && !c->init.exit_published && c->has_live_exec()) {
+      return finish_delete_init(id, unknown("cannot delete a running process"), reply);
+    }
     auto work = [holder = c->holder] {
       Status status = holder->instance.remove();
       const std::string& rootfs = holder->config.rootfs;
@@ -220,7 +239,8 @@ void RuntimeTaskService::delete_init(TaskContainer& container, Reply<task::Delet
       }
       return status;
     };
-    serial(*c, std::move(work), [this, id, reply](Status status) { finish_delete_init(id, status, reply); });
+    serial(*c, std::move(work),
+           [this, id, reply](Status status) { finish_delete_init(id, status, reply); });
   });
 }
 
@@ -229,7 +249,18 @@ void RuntimeTaskService::finish_delete_init(const std::string& id, const Status&
   TaskContainer* c = nullptr;
   if (!find(id, &c).ok()) return reply.fail(not_found("container not created"));
   c->init.busy = false;
-  if (!status.ok()) return reply.fail(status);
+  c->init.deleting = false;
+  auto later_deletes = std::exchange(c->init.later_deletes, {});
+  if (!status.ok()) {
+    reply.fail(status);
+    // The process is still there: each waiting Delete tries again, in turn.
+    for (auto& later : later_deletes) {
+      task::DeleteRequest request;
+      request.set_id(id);
+      remove(CallInfo{}, std::move(request), std::move(later));
+    }
+    return;
+  }
   task::DeleteResponse response = delete_response(c->init);
   if (c->init.io) c->init.io->close();
   for (auto& [exec_id, exec] : c->execs) {
@@ -244,34 +275,38 @@ void RuntimeTaskService::finish_delete_init(const std::string& id, const Status&
   event.set_pid(response.pid());
   event.set_exit_status(response.exit_status());
   *event.mutable_exited_at() = response.exited_at();
-  after_logger_exit(std::move(init_io), [this, event, reply, response]() mutable {
+  after_logger_exit(std::move(init_io), [this, event, reply, response,
+                                         later_deletes = std::move(later_deletes)]() mutable {
     events_.deleted(event);
     reply(response);
+    for (auto& later : later_deletes) later.fail(not_found("cannot delete a deleted process"));
   });
 }
 
 void RuntimeTaskService::delete_exec(TaskContainer& container, TaskProcess& process,
                                      Reply<task::DeleteResponse> reply) {
   process.busy = true;
-  before_delete(container.id, process.exec_id, [this, id = container.id, exec_id = process.exec_id, reply]() {
-    TaskContainer* c = nullptr;
-    TaskProcess* p = nullptr;
-    if (!find(id, exec_id, &c, &p).ok()) {
-      return reply.fail(not_found(fmt::format("process does not exist {}", exec_id)));
-    }
-    task::DeleteResponse response = delete_response(*p);
-    if (p->io) p->io->close();
-    // The runtime's own clean-up (runc: the exec's pid file) needs no answer first.
-    context_.pool.post([&logger = context_.logger, holder = c->holder, id, exec_id] {
-      if (Status s = holder->instance.delete_exec(exec_id); !s.ok()) {
-        logger.warn("runtime's exec clean-up", {{"id", id}, {"exec_id", exec_id}, {"error", s.message()}});
-      }
-    });
-    events_.forget({id, exec_id});
-    std::unique_ptr<ProcessIO> io = std::move(p->io);
-    c->execs.erase(exec_id);
-    after_logger_exit(std::move(io), [reply, response]() mutable { reply(response); });
-  });
+  before_delete(
+      container.id, process.exec_id, [this, id = container.id, exec_id = process.exec_id, reply]() {
+        TaskContainer* c = nullptr;
+        TaskProcess* p = nullptr;
+        if (!find(id, exec_id, &c, &p).ok()) {
+          return reply.fail(not_found(fmt::format("process does not exist {}", exec_id)));
+        }
+        task::DeleteResponse response = delete_response(*p);
+        if (p->io) p->io->close();
+        // The runtime's own clean-up (runc: the exec's pid file) needs no answer first.
+        context_.pool.post([&logger = context_.logger, holder = c->holder, id, exec_id] {
+          if (Status s = holder->instance.delete_exec(exec_id); !s.ok()) {
+            logger.warn("runtime's exec clean-up",
+                        {{"id", id}, {"exec_id", exec_id}, {"error", s.message()}});
+          }
+        });
+        events_.forget({id, exec_id});
+        std::unique_ptr<ProcessIO> io = std::move(p->io);
+        c->execs.erase(exec_id);
+        after_logger_exit(std::move(io), [reply, response]() mutable { reply(response); });
+      });
 }
 
 }  // namespace shim

@@ -37,7 +37,9 @@ struct TaskProcess {
   StdioSpec stdio;
   std::string spec_json;  // exec: the OCI Process JSON for the runtime
   ProcessState state = ProcessState::kCreated;
-  bool busy = false;  // a start or delete is under way
+  bool busy = false;      // a start or delete is under way
+  bool deleting = false;  // init: a Delete is under way; later ones wait for its outcome
+  std::vector<ttrpc::Reply<containerd::task::v2::DeleteResponse>> later_deletes;
   std::uint32_t pid = 0;
   std::optional<ProcessExit> exit;
   bool exit_published = false;
@@ -64,6 +66,13 @@ struct TaskContainer {
   std::map<std::string, std::unique_ptr<TaskProcess>> execs;
 
   // The process by exec id ("" = init); nullptr if none.
+  // Whether an exec is running or starting: the init's TaskExit waits for its exit.
+  bool has_live_exec() const {
+    for (const auto& [exec_id, exec] : execs) {
+      if (!exec->exit && (exec->pid != 0 || exec->busy)) return true;
+    }
+    return false;
+  }
   TaskProcess* process(const std::string& exec_id) {
     if (exec_id.empty()) return &init;
     auto it = execs.find(exec_id);
@@ -85,7 +94,8 @@ ProcessStdio runtime_stdio(const ProcessIO& io);
 Status exec_spec(const containerd::task::v2::ExecProcessRequest& request, std::string* spec_json);
 
 // The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
-Status make_process_io(ServiceContext& context, const GuardedInstance& instance, const StdioSpec& stdio,
-                       const std::string& process_id, std::unique_ptr<ProcessIO>* io);
+Status make_process_io(ServiceContext& context, const GuardedInstance& instance,
+                       const StdioSpec& stdio, const std::string& process_id,
+                       std::unique_ptr<ProcessIO>* io);
 
 }  // namespace shim
