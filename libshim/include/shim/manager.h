@@ -29,6 +29,7 @@
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/pb/containerd/types.pb.h"
 #include "shim/process/reaper.h"
+#include "shim/sandbox.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
 #include "shim/task_service.h"
@@ -138,6 +139,11 @@ class Manager {
   // that reaps its children itself returns its own; it must see every child's exit.
   // Called on the main thread before the loop runs; `loop` is the event loop.
   virtual std::unique_ptr<Reaper> create_reaper(boost::asio::any_io_executor loop);
+  // The pods this shim runs itself (shim/sandbox.h), served as containerd's Sandbox
+  // service next to the task service; null (the default, as containerd's runc shim): no
+  // sandbox service, so CRI handlers with `sandboxer = "shim"` fail at CreateSandbox.
+  // Called once in the daemon, after create_task_service(), on the main thread.
+  virtual std::unique_ptr<SandboxRuntime> create_sandbox_runtime(ServiceContext& context);
   // Registers ttrpc services next to the task service (e.g. a sandbox service); they
   // must outlive the server (keep them in the Manager). Called once after
   // create_task_service(), on the main thread.

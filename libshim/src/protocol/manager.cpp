@@ -22,6 +22,8 @@ std::optional<MountCapabilities> Manager::mount_capabilities(
 
 std::unique_ptr<Reaper> Manager::create_reaper(boost::asio::any_io_executor) { return nullptr; }
 
+std::unique_ptr<SandboxRuntime> Manager::create_sandbox_runtime(ServiceContext&) { return nullptr; }
+
 void Manager::register_services(ttrpc::Router&, ServiceContext&) {}
 
 }  // namespace shim
