@@ -176,10 +176,8 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return fail(manager, s);
   }
 
-  std::string spec;
-  if (Status s = read_file(ctx.bundle + "/config.json", &spec); !s.ok()) return fail(manager, s);
-  std::string group;
-  if (Status s = group_id(spec, ctx.id, &group, options.group_annotations); !s.ok()) {
+  std::string group;  // the task id when the bundle has no config.json (a sandbox's)
+  if (Status s = bundle_group_id(ctx.bundle, ctx.id, &group, options.group_annotations); !s.ok()) {
     return fail(manager, s);
   }
   std::string address;
