@@ -8,6 +8,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "process/posix_spawner.h"
@@ -105,7 +107,10 @@ Status join_cgroup(pid_t pid, const std::string& cgroup) {
   return {};
 }
 
-StartAnswerFormat requested_format(LegacyStartAnswer legacy) {
+// What the Manager asks of callers without BootstrapParams. The default asks nothing: a
+// requested kPlainAddress would also turn 2.3+'s proto answer into a plain address
+// (choose_start_answer_format), and DaemonOptions::legacy_answer is only about the others.
+std::optional<StartAnswerFormat> requested_format(LegacyStartAnswer legacy) {
   switch (legacy) {
     case LegacyStartAnswer::kJsonVersion2:
       return StartAnswerFormat::kJsonV2;
@@ -114,7 +119,7 @@ StartAnswerFormat requested_format(LegacyStartAnswer legacy) {
     case LegacyStartAnswer::kPlainAddress:
       break;
   }
-  return StartAnswerFormat::kPlainAddress;
+  return std::nullopt;
 }
 
 Status answer(const StartInput& input, const ShimEnv& env, const DaemonOptions& options,
