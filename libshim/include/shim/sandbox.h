@@ -39,12 +39,12 @@ namespace shim {
 
 // What CreateSandbox hands over.
 struct SandboxConfig {
-  std::string id;                                // the sandbox (pod) id
-  std::string bundle;                            // its bundle: no config.json in CRI's flow
-  std::vector<containerd::types::Mount> rootfs;  // CRI sends none
-  std::optional<shim::pb::Any> options;          // CRI: a runtime.v1.PodSandboxConfig
-  std::string netns_path;                        // CRI's netns; "" for a host-network pod
-  std::map<std::string, std::string> annotations;
+  std::string id;                                  // the sandbox (pod) id
+  std::string bundle;                              // its bundle: no config.json in CRI's flow
+  std::vector<containerd::types::Mount> rootfs;    // CRI sends none
+  std::optional<shim::pb::Any> options;            // CRI: a runtime.v1.PodSandboxConfig
+  std::string netns_path;                          // CRI's netns; "" for a host-network pod
+  std::map<std::string, std::string> annotations;  // the sandbox's annotations, if any
 };
 
 // What StartSandbox answers.
@@ -59,8 +59,8 @@ struct SandboxStarted {
 
 // How a sandbox ended: StopSandbox's outcome or the sandbox's own report.
 struct SandboxExit {
-  std::uint32_t status = 0;
-  std::chrono::system_clock::time_point at;
+  std::uint32_t status = 0;                  // WaitSandboxResponse.exit_status
+  std::chrono::system_clock::time_point at;  // WaitSandboxResponse.exited_at
 };
 
 // Lets a sandbox report that it ended by itself (its VM died, its holder process exited):
@@ -69,6 +69,7 @@ struct SandboxExit {
 class SandboxEvents {
  public:
   virtual ~SandboxEvents() = default;
+  // The sandbox ended by itself with `exit_status`, now.
   virtual void exited(std::uint32_t exit_status) = 0;
 };
 
