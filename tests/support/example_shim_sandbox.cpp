@@ -62,8 +62,7 @@ int read_int_file(const std::string& path) { return std::stoi(slurp(path)); }
 }  // namespace
 
 const std::string& example_shim_binary() {
-  static const std::string path =
-      shim_build_dir() + "/shim-example/containerd-shim-example-v1";
+  static const std::string path = shim_build_dir() + "/shim-example/containerd-shim-example-v1";
   return path;
 }
 
@@ -75,8 +74,8 @@ std::string slurp(const std::string& path) {
 }
 
 std::string ShimRun::describe() const {
-  return fmt::format("exit {}, eof {}, {} ms; stdout: {:?}; stderr: {:?}", exit_code,
-                     output_eof, took.count(), out, err);
+  return fmt::format("exit {}, eof {}, {} ms; stdout: {:?}; stderr: {:?}", exit_code, output_eof,
+                     took.count(), out, err);
 }
 
 ShimRun run_shim(const std::vector<std::string>& argv, const std::vector<std::string>& env,
@@ -150,9 +149,9 @@ ShimRun run_shim(const std::vector<std::string>& argv, const std::vector<std::st
 }
 
 std::vector<std::string> clean_env(const std::vector<std::string>& extra) {
-  static const char* const kContainerdVars[] = {"TTRPC_ADDRESS=", "GRPC_ADDRESS=", "NAMESPACE=",
-                                                "MAX_SHIM_VERSION=", "GOMAXPROCS=",
-                                                "SCHED_CORE=", "NOTIFY_SOCKET="};
+  static const char* const kContainerdVars[] = {
+      "TTRPC_ADDRESS=", "GRPC_ADDRESS=", "NAMESPACE=",    "MAX_SHIM_VERSION=",
+      "GOMAXPROCS=",    "SCHED_CORE=",   "NOTIFY_SOCKET="};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
@@ -167,12 +166,14 @@ std::vector<std::string> clean_env(const std::vector<std::string>& extra) {
 SubreaperScope::SubreaperScope() { REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0); }
 SubreaperScope::~SubreaperScope() { ::prctl(PR_SET_CHILD_SUBREAPER, 0); }
 
-ShimSandbox::ShimSandbox()
+ShimSandbox::ShimSandbox() : ShimSandbox(example_shim_binary()) {}
+
+ShimSandbox::ShimSandbox(const std::string& binary)
     : dir_("sp-"),
       grpc_(dir_.sub("c.sock")),
       ttrpc_(grpc_ + ".ttrpc"),
       socket_dir_(dir_.sub("s")),
-      binary_(fs::canonical(example_shim_binary()).string()) {}
+      binary_(fs::canonical(binary).string()) {}
 
 ShimSandbox::~ShimSandbox() {
   std::vector<pid_t> left = processes_with_cwd_under(dir_.path());
@@ -202,12 +203,23 @@ std::string ShimSandbox::make_bundle(
       << fmt::format(R"({{"ociVersion":"1.0.2","process":{{"args":[{}],"cwd":"/"}},)"
                      R"("root":{{"path":"rootfs"}},"annotations":{{{}}}}})",
                      quoted_args, notes);
+  make_log_fifo(bundle);
+  return bundle;
+}
+
+std::string ShimSandbox::make_bundle_without_spec(const std::string& id) {
+  std::string bundle = dir_.sub(id);
+  fs::create_directories(bundle);
+  make_log_fifo(bundle);
+  return bundle;
+}
+
+void ShimSandbox::make_log_fifo(const std::string& bundle) {
   std::string fifo = bundle + "/log";
   REQUIRE(::mkfifo(fifo.c_str(), 0700) == 0);
   int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
   REQUIRE(fd >= 0);
   log_fds_.push_back(fd);
-  return bundle;
 }
 
 std::string ShimSandbox::socket_path(const std::string& group, const std::string& socket_dir) {
@@ -219,9 +231,9 @@ std::string ShimSandbox::socket_path(const std::string& group, const std::string
 
 ShimRun ShimSandbox::start(Caller caller, const std::string& id, const std::string& bundle,
                            std::optional<std::string> stdin_data, bool debug) {
-  std::vector<std::string> argv = {binary_,    "-namespace",      kSandboxNamespace,
-                                   "-address", grpc_,             "-publish-binary",
-                                   kSandboxContainerd, "-id",      id};
+  std::vector<std::string> argv = {binary_, "-namespace",      kSandboxNamespace,  "-address",
+                                   grpc_,   "-publish-binary", kSandboxContainerd, "-id",
+                                   id};
   if (caller == Caller::k2_3) argv.insert(argv.end(), {"-bundle", bundle});
   if (debug) argv.push_back("-debug");
   argv.push_back("start");
@@ -357,8 +369,8 @@ pid_t serving_daemon(const std::string& address) {
 void check_daemon_attributes(const ShimSandbox& sb, pid_t daemon, const ShimRun& start,
                              const std::string& bundle, const std::string& group, bool debug) {
   INFO("daemon " << daemon << "\nlogs:\n" << sb.logs());
-  CHECK(::getpgid(daemon) == daemon);            // its own process group ...
-  CHECK(::getpgid(daemon) != start.pid);         // ... not the one of `start`
+  CHECK(::getpgid(daemon) == daemon);     // its own process group ...
+  CHECK(::getpgid(daemon) != start.pid);  // ... not the one of `start`
   CHECK(link_target(fmt::format("/proc/{}/cwd", daemon)) == bundle);
   CHECK(link_target(fmt::format("/proc/{}/fd/0", daemon)) == "/dev/null");
   CHECK(link_target(fmt::format("/proc/{}/fd/1", daemon)) == "/dev/null");
@@ -377,8 +389,8 @@ void check_clean_start(const ShimRun& run) {
   INFO(run.describe());
   CHECK(run.exit_code == 0);
   CHECK(run.err.empty());
-  CHECK(run.output_eof);   // the daemon holds no end of containerd's pipe
-  CHECK(run.took < 3s);    // and `start` did not wait for it
+  CHECK(run.output_eof);  // the daemon holds no end of containerd's pipe
+  CHECK(run.took < 3s);   // and `start` did not wait for it
 }
 
 }  // namespace shim::test

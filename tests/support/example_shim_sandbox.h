@@ -65,6 +65,8 @@ class SubreaperScope {
 class ShimSandbox {
  public:
   ShimSandbox();
+  // Runs `binary` (a test shim of tests/shims/) instead of the example shim.
+  explicit ShimSandbox(const std::string& binary);
   // Daemons a failed test left behind: killed, and reaped when they are our children.
   // Found by cwd too: a daemon still inside execve has no cmdline yet.
   ~ShimSandbox();
@@ -80,6 +82,10 @@ class ShimSandbox {
   std::string make_bundle(const std::string& id,
                           const std::vector<std::pair<std::string, std::string>>& annotations = {},
                           const std::vector<std::string>& args = {"/bin/true"});
+
+  // <dir>/<id> with only the `log` FIFO: the bundle containerd 2.x's shim-mode sandbox
+  // controller makes for a sandbox without a spec (CRI's pods).
+  std::string make_bundle_without_spec(const std::string& id);
 
   // The socket the Go shim and libshim compute for `group` in `socket_dir`.
   std::string socket_path(const std::string& group, const std::string& socket_dir);
@@ -110,6 +116,9 @@ class ShimSandbox {
  private:
   TempDir dir_;
   std::string grpc_, ttrpc_, socket_dir_, binary_;
+  // Creates <bundle>/log as containerd does, and keeps it open.
+  void make_log_fifo(const std::string& bundle);
+
   std::vector<std::string> sockets_;
   std::vector<int> log_fds_;
 };

@@ -144,9 +144,9 @@ class Manager {
   // sandbox service, so CRI handlers with `sandboxer = "shim"` fail at CreateSandbox.
   // Called once in the daemon, after create_task_service(), on the main thread.
   virtual std::unique_ptr<SandboxRuntime> create_sandbox_runtime(ServiceContext& context);
-  // Registers ttrpc services next to the task service (e.g. a sandbox service); they
-  // must outlive the server (keep them in the Manager). Called once after
-  // create_task_service(), on the main thread.
+  // Registers ttrpc services of the plug-in's own next to the task and sandbox services;
+  // they must outlive the server (keep them in the Manager). Called once after
+  // create_sandbox_runtime(), on the main thread.
   virtual void register_services(ttrpc::Router& router, ServiceContext& context);
 };
 

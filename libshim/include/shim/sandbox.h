@@ -39,12 +39,12 @@ namespace shim {
 
 // What CreateSandbox hands over.
 struct SandboxConfig {
-  std::string id;                                // the sandbox (pod) id
-  std::string bundle;                            // its bundle: no config.json in CRI's flow
-  std::vector<containerd::types::Mount> rootfs;  // CRI sends none
-  std::optional<shim::pb::Any> options;          // CRI: a runtime.v1.PodSandboxConfig
-  std::string netns_path;                        // CRI's netns; "" for a host-network pod
-  std::map<std::string, std::string> annotations;
+  std::string id;                                  // the sandbox (pod) id
+  std::string bundle;                              // its bundle: no config.json in CRI's flow
+  std::vector<containerd::types::Mount> rootfs;    // CRI sends none
+  std::optional<shim::pb::Any> options;            // CRI: a runtime.v1.PodSandboxConfig
+  std::string netns_path;                          // CRI's netns; "" for a host-network pod
+  std::map<std::string, std::string> annotations;  // the sandbox's annotations, if any
 };
 
 // What StartSandbox answers.
@@ -59,8 +59,8 @@ struct SandboxStarted {
 
 // How a sandbox ended: StopSandbox's outcome or the sandbox's own report.
 struct SandboxExit {
-  std::uint32_t status = 0;
-  std::chrono::system_clock::time_point at;
+  std::uint32_t status = 0;                  // WaitSandboxResponse.exit_status
+  std::chrono::system_clock::time_point at;  // WaitSandboxResponse.exited_at
 };
 
 // Lets a sandbox report that it ended by itself (its VM died, its holder process exited):
@@ -69,26 +69,31 @@ struct SandboxExit {
 class SandboxEvents {
  public:
   virtual ~SandboxEvents() = default;
+  // The sandbox ended by itself with `exit_status`, now.
   virtual void exited(std::uint32_t exit_status) = 0;
 };
 
-// One pod. Created by SandboxRuntime::create (CreateSandbox), destroyed after shutdown().
+// One pod. Created by SandboxRuntime::create (CreateSandbox), destroyed (on the pool) after
+// a successful shutdown(), or with the shim.
 class Sandbox {
  public:
   virtual ~Sandbox() = default;
 
-  // StartSandbox: make the pod live. Called once, after create.
+  // StartSandbox: make the pod live. Called after create, and again only if it failed;
+  // not after a StopSandbox or an exit report.
   virtual Status start(SandboxStarted* started) = 0;
 
   // StopSandbox: CRI has killed and deleted the pod's containers; stop what the sandbox
   // itself runs, within `timeout` if it is not zero (CRI sends zero: no limit). Its exit
-  // status answers WaitSandbox. Called at most once; not called if the sandbox reported
-  // its own exit first.
+  // status answers WaitSandbox. Called once it started (a StopSandbox before StartSandbox
+  // only marks the sandbox stopped), again only if it failed; not called if the sandbox
+  // reported its own exit first.
   virtual Status stop(std::chrono::seconds timeout, std::uint32_t* exit_status) = 0;
 
   // ShutdownSandbox: release everything the pod holds (namespaces, files, mounts, the
-  // VM). Called once, whatever state the sandbox is in (also after a failed create or
-  // start, and without stop).
+  // VM). Called whatever state the sandbox is in (also after a failed start, and without
+  // stop); again only if it failed (the sandbox then stays, for containerd's retry). A
+  // sandbox that create() made while failing is shut down at once.
   virtual Status shutdown() = 0;
 
   // Platform (os, architecture, variant). Default: this host's (linux/<GOARCH>).
@@ -100,7 +105,11 @@ class Sandbox {
   virtual Status metrics(containerd::types::Metric* metric);
 
   // What SandboxStatus(verbose) adds under its "info" key, as JSON members (CRI parses
-  // the value as JSON). Default: none.
+  // the value as JSON). libshim adds id, pid, state, bundle, netnsPath, createdAt,
+  // startedAt, exitedAt and exitStatus, which win over members of the same name;
+  // containerd 2.4's CRI decodes the object into its SandboxInfo, so a member named as
+  // one of its fields (image, config, runtimeSpec, ...) must have that field's type.
+  // Called only for a verbose status, in the sandbox's turn. Default: none.
   virtual Status details(boost::json::object* info) const;
 };
 

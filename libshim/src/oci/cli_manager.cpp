@@ -60,13 +60,17 @@ shim::DaemonOptions CliManager::daemon_options(const shim::StartContext& context
 }
 
 // The `delete` action, as the Go shim: the bundle is <dir of cwd>/<id>; runc's binary
-// and root come from the files Create left there; runc delete --force (skipped when runc
-// has no state for the container) is best effort; libshim then unmounts the rootfs and
-// answers that the init was killed (137) now.
+// and root come from the files Create left there, if it left them (no `runtime` file
+// means the default binary, as Go's os.IsNotExist check: a bundle whose task was never
+// created, such as a shim-mode sandbox's); runc delete --force (skipped when runc has no
+// state for the container) is best effort; libshim then unmounts the rootfs and answers
+// that the init was killed (137) now.
 shim::Status CliManager::cleanup(const shim::ActionContext& context, std::int64_t* init_pid) {
   const std::string& bundle = context.identity.bundle;
   std::string binary;
-  if (auto s = read_runtime(bundle, &binary); !s.ok()) return s;
+  if (auto s = read_runtime(bundle, &binary); !s.ok() && s.code() != shim::Code::kNotFound) {
+    return s;
+  }
   RuncOptions options;
   bool present = false;
   if (auto s = read_options(bundle, &options, &present); !s.ok()) return s;

@@ -29,7 +29,7 @@ constexpr std::chrono::milliseconds kDeleteRuntimeBudget{3000};
 
 // The socket `start` gave the shim of this task: the bundle's `address` file (written by
 // start, also for a reused group shim), else computed again as start did (group from
-// config.json, default socket dir).
+// config.json, or the task id without one, default socket dir).
 Status shim_socket_path(const ShimIdentity& context, Manager& manager, std::string* path) {
   std::string address;
   if (read_file(context.bundle + "/address", &address).ok()) {
@@ -42,11 +42,13 @@ Status shim_socket_path(const ShimIdentity& context, Manager& manager, std::stri
     start.bundle = context.bundle;
     start.grpc_address = context.grpc_address;
     start.socket_dir = std::string(kDefaultSocketDir);
-    std::string spec, group;
-    if (Status s = read_file(context.bundle + "/config.json", &spec); !s.ok()) return s;
+    std::string group;
     DaemonOptions options;
     if (Status s = daemon_options_of(manager, start, &options); !s.ok()) return s;
-    if (Status s = group_id(spec, context.id, &group, options.group_annotations); !s.ok()) return s;
+    if (Status s = bundle_group_id(context.bundle, context.id, &group, options.group_annotations);
+        !s.ok()) {
+      return s;
+    }
     if (Status s = socket_address(context.grpc_address, context.ns, group, &address); !s.ok()) {
       return s;
     }

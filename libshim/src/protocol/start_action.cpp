@@ -8,6 +8,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "process/posix_spawner.h"
@@ -105,7 +107,10 @@ Status join_cgroup(pid_t pid, const std::string& cgroup) {
   return {};
 }
 
-StartAnswerFormat requested_format(LegacyStartAnswer legacy) {
+// What the Manager asks of callers without BootstrapParams. The default asks nothing: a
+// requested kPlainAddress would also turn 2.3+'s proto answer into a plain address
+// (choose_start_answer_format), and DaemonOptions::legacy_answer is only about the others.
+std::optional<StartAnswerFormat> requested_format(LegacyStartAnswer legacy) {
   switch (legacy) {
     case LegacyStartAnswer::kJsonVersion2:
       return StartAnswerFormat::kJsonV2;
@@ -114,7 +119,7 @@ StartAnswerFormat requested_format(LegacyStartAnswer legacy) {
     case LegacyStartAnswer::kPlainAddress:
       break;
   }
-  return StartAnswerFormat::kPlainAddress;
+  return std::nullopt;
 }
 
 Status answer(const StartInput& input, const ShimEnv& env, const DaemonOptions& options,
@@ -176,10 +181,8 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return fail(manager, s);
   }
 
-  std::string spec;
-  if (Status s = read_file(ctx.bundle + "/config.json", &spec); !s.ok()) return fail(manager, s);
-  std::string group;
-  if (Status s = group_id(spec, ctx.id, &group, options.group_annotations); !s.ok()) {
+  std::string group;  // the task id when the bundle has no config.json (a sandbox's)
+  if (Status s = bundle_group_id(ctx.bundle, ctx.id, &group, options.group_annotations); !s.ok()) {
     return fail(manager, s);
   }
   std::string address;

@@ -1,9 +1,10 @@
 #include "socket/grouping.h"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "gocompat/utf8.h"
+#include "shim/fs.h"
 
 namespace shim {
 namespace {
@@ -34,7 +35,7 @@ std::string go_json_string(std::string_view raw) {
 // Parses the first JSON value of `text`, ignoring what follows, like json.Decoder.
 Status parse_first_value(std::string_view text, json::value* value) {
   json::parse_options options;
-  options.max_depth = 10000;         // Go's limit; Boost's default of 32 is too strict
+  options.max_depth = 10000;          // Go's limit; Boost's default of 32 is too strict
   options.allow_invalid_utf8 = true;  // Go accepts it (and substitutes U+FFFD)
   json::stream_parser parser({}, options);
   boost::system::error_code ec;
@@ -73,8 +74,7 @@ Status group_id(std::string_view config_json, std::string_view id, std::string* 
   const json::object& values = found->as_object();
   for (const auto& [key, value] : values) {
     if (!value.is_string() && !value.is_null()) {
-      return spec_error(
-          fmt::format("annotation \"{}\" is not a string", std::string_view(key)));
+      return spec_error(fmt::format("annotation \"{}\" is not a string", std::string_view(key)));
     }
   }
   for (const std::string& name : annotations) {
@@ -85,6 +85,18 @@ Status group_id(std::string_view config_json, std::string_view id, std::string* 
   }
   *group = std::string(id);
   return {};
+}
+
+Status bundle_group_id(const std::string& bundle, std::string_view id, std::string* group,
+                       const std::vector<std::string>& annotations) {
+  std::string spec;
+  Status read = read_file(bundle + "/config.json", &spec);
+  if (read.code() == Code::kNotFound) {
+    *group = std::string(id);
+    return {};
+  }
+  if (!read.ok()) return read;
+  return group_id(spec, id, group, annotations);
 }
 
 }  // namespace shim

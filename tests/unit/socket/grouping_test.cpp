@@ -1,8 +1,10 @@
+#include <fstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 
 #include "socket/grouping.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -77,4 +79,26 @@ TEST_CASE("grouping: Go decoder details", "[grouping]") {
   std::string deep = R"({"annotations":{"io.containerd.runc.v2.group":"deep"},"x":)";
   deep += std::string(100, '[') + std::string(100, ']') + "}";
   CHECK(group_of(deep) == "deep");
+}
+
+TEST_CASE("grouping: a bundle without config.json is grouped by the task id", "[grouping]") {
+  // containerd 2.x's shim-mode sandbox controller starts the shim in such a bundle (CRI's
+  // pods have no spec then).
+  shim::test::TempDir dir("grouping-");
+  std::string group = "unset";
+  REQUIRE(shim::bundle_group_id(dir.path(), "sb1", &group).ok());
+  CHECK(group == "sb1");
+
+  std::ofstream(dir.sub("config.json"))
+      << R"({"annotations":{"io.kubernetes.cri.sandbox-id":"p"}})";
+  REQUIRE(shim::bundle_group_id(dir.path(), "c1", &group).ok());
+  CHECK(group == "p");
+
+  // A config.json that is there but unreadable or malformed still fails start.
+  std::ofstream(dir.sub("config.json"), std::ios::trunc) << "{";
+  shim::Status malformed = shim::bundle_group_id(dir.path(), "c1", &group);
+  CHECK(malformed.code() == shim::Code::kInvalidArgument);
+  shim::Status not_a_bundle = shim::bundle_group_id(dir.sub("config.json"), "c1", &group);
+  CHECK_FALSE(not_a_bundle.ok());
+  CHECK(not_a_bundle.code() != shim::Code::kNotFound);
 }
