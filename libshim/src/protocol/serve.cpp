@@ -6,29 +6,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
 #include "common/vendor_call.h"
-#include "protocol/actions.h"
-#include "shim/clock.h"
 #include "events/event_forwarder.h"
-#include "shim/logger.h"
 #include "process/posix_spawner.h"
 #include "process/signal_watcher.h"
 #include "process/signalfd_reaper.h"
-#include "ttrpc/server.h"
-#include "socket/unix_listener.h"
+#include "protocol/actions.h"
+#include "shim/clock.h"
+#include "shim/logger.h"
 #include "shim/process/work_pool.h"
+#include "socket/unix_listener.h"
+#include "ttrpc/server.h"
 
 namespace shim::detail {
 namespace {
 
 constexpr int kListenFd = 3;
-constexpr auto kDrainTimeout = std::chrono::seconds(2);   // in-flight replies at shutdown
-constexpr auto kFlushTimeout = std::chrono::seconds(5);   // events at shutdown (Go: 5 s)
+constexpr auto kDrainTimeout = std::chrono::seconds(2);  // in-flight replies at shutdown
+constexpr auto kFlushTimeout = std::chrono::seconds(5);  // events at shutdown (Go: 5 s)
 
 // containerd created the bundle's `log` FIFO and keeps it open, so this never blocks.
 // Our stderr becomes the FIFO; the logger writes there without ever blocking.
@@ -94,7 +94,8 @@ Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* s
     return server.serve_path(flags.socket);
   }
   if (Status s = socket_path_of(kListenFd, socket_path); !s.ok()) {
-    return Status(s.code(), fmt::format("fd {} is not the shim socket: {}", kListenFd, s.message()));
+    return Status(s.code(),
+                  fmt::format("fd {} is not the shim socket: {}", kListenFd, s.message()));
   }
   ::fcntl(kListenFd, F_SETFD, FD_CLOEXEC);
   return server.serve_fd(kListenFd);
@@ -117,19 +118,20 @@ void dump_state(Logger& logger, const ttrpc::TtrpcServer& server, const EventFor
 }
 
 // The daemon's reaper: the plug-in's, or libshim's signalfd subreaper (`ours`).
-Status make_reaper(Manager& manager, const ServerOptions& options, boost::asio::any_io_executor executor,
-                   SignalWatcher& signals, Logger& logger, std::unique_ptr<Reaper>* reaper,
-                   SignalfdReaper** ours) {
-  if (Status s = vendor_call("Manager::create_reaper", [&] {
-        *reaper = manager.create_reaper(executor);
-        return Status();
-      });
+Status make_reaper(Manager& manager, const ServerOptions& options,
+                   boost::asio::any_io_executor executor, SignalWatcher& signals, Logger& logger,
+                   std::unique_ptr<Reaper>* reaper, SignalfdReaper** ours) {
+  if (Status s = vendor_call("Manager::create_reaper",
+                             [&] {
+                               *reaper = manager.create_reaper(executor);
+                               return Status();
+                             });
       !s.ok()) {
     return s;
   }
   if (*reaper != nullptr) return {};
-  auto signalfd = std::make_unique<SignalfdReaper>(executor, signals,
-                                                   ReaperOptions{.child_subreaper = options.subreaper});
+  auto signalfd = std::make_unique<SignalfdReaper>(
+      executor, signals, ReaperOptions{.child_subreaper = options.subreaper});
   if (Status s = signalfd->start(); !s.ok()) logger.warn("reaper setup", {{"error", s.message()}});
   *ours = signalfd.get();
   *reaper = std::move(signalfd);
@@ -141,7 +143,9 @@ Status make_services(Manager& manager, ServiceContext& context, ttrpc::Router& r
                      std::unique_ptr<TaskService>* service) {
   Status made = vendor_call("Manager::create_task_service", [&] {
     *service = manager.create_task_service(context);
-    return *service != nullptr ? Status() : Status(Code::kInternal, "Manager::create_task_service made no service");
+    return *service != nullptr
+               ? Status()
+               : Status(Code::kInternal, "Manager::create_task_service made no service");
   });
   if (!made.ok()) return made;
   register_task_service(router, **service);
@@ -207,7 +211,9 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   SignalWatcher signals(executor);
   SignalfdReaper* signalfd_reaper = nullptr;
   std::unique_ptr<Reaper> reaper;
-  if (Status s = make_reaper(manager, options, executor, signals, logger, &reaper, &signalfd_reaper); !s.ok()) {
+  if (Status s =
+          make_reaper(manager, options, executor, signals, logger, &reaper, &signalfd_reaper);
+      !s.ok()) {
     logger.error("serve", {{"error", s.message()}});
     return 1;
   }
@@ -216,15 +222,23 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     try {
       std::rethrow_exception(error);
     } catch (...) {
-      logger.error("exception escaped work on the pool", {{"error", pool_exception_status().message()}});
+      logger.error("exception escaped work on the pool",
+                   {{"error", pool_exception_status().message()}});
     }
   });
   PosixSpawner spawner;
-  EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .ns = flags.ns},
-                           clock, logger);
+  EventForwarder forwarder(executor, {.ttrpc_address = env.ttrpc_address, .ns = flags.ns}, clock,
+                           logger);
   ShutdownSequence shutdown(loop, logger);
 
-  ServiceContext context{executor, *reaper, forwarder, clock, spawner, pool, logger, shutdown,
+  ServiceContext context{executor,
+                         *reaper,
+                         forwarder,
+                         clock,
+                         spawner,
+                         pool,
+                         logger,
+                         shutdown,
                          ShimIdentity{flags.ns, flags.id, current_dir(), flags.address,
                                       env.ttrpc_address, flags.debug}};
   std::unique_ptr<TaskService> service;
@@ -248,7 +262,8 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   };
   watch(SIGTERM, [&](const SignalInfo&) { shutdown.request_shutdown(); });
   watch(SIGINT, [&](const SignalInfo&) { shutdown.request_shutdown(); });
-  watch(SIGUSR1, [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
+  watch(SIGUSR1,
+        [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
 
   logger.info("starting signal loop", {{"path", current_dir()}, {"socket", socket_path}});
   // On the main thread: a pod without a pause container (shim/linux/pod_sandbox.h) puts
