@@ -1,0 +1,24 @@
+// The defaults of shim::Sandbox's optional methods (shim/sandbox.h).
+#include "shim/sandbox.h"
+
+#include "sandbox/host_platform.h"
+
+namespace shim {
+
+// CRI asks before each container of the pod and builds the container's spec and mounts
+// for that platform (internal/cri/server/container_create.go); containerd names
+// platforms as Go does, so the default is what a Go runtime on this host would say:
+// linux/<GOARCH>[/<GOARM variant>].
+Status Sandbox::platform(containerd::types::Platform* platform) const {
+  const std::string machine = host_machine();
+  platform->set_os("linux");
+  platform->set_architecture(go_architecture(machine));
+  platform->set_variant(go_arm_variant(machine));
+  return {};
+}
+
+Status Sandbox::metrics(containerd::types::Metric*) { return not_implemented("sandbox metrics"); }
+
+Status Sandbox::details(boost::json::object*) const { return {}; }
+
+}  // namespace shim
