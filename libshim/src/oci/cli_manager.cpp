@@ -7,6 +7,7 @@
 
 #include "gocompat/go_compat.h"
 #include "shim/fs.h"
+#include "shim/linux/pod_sandbox.h"
 #include "shim/logger.h"
 #include "shim/oci/cli_client.h"
 #include "shim/oci/cli_info.h"
@@ -97,6 +98,11 @@ shim::Status CliManager::info(const shim::ActionContext& context,
 
 std::unique_ptr<shim::Runtime> CliManager::create_runtime(shim::ServiceContext& context) {
   return std::make_unique<CliRuntime>(context, default_binary_);
+}
+
+std::unique_ptr<shim::SandboxRuntime> CliManager::create_sandbox_runtime(
+    shim::ServiceContext& context) {
+  return std::make_unique<shim::linux_pod::PodSandboxRuntime>(context);
 }
 
 }  // namespace shim::oci

@@ -59,6 +59,11 @@ void WorkPool::set_exception_handler(std::function<void(std::exception_ptr)> han
   exception_handler_ = std::move(handler);
 }
 
+void WorkPool::set_thread_start(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  thread_start_ = std::move(hook);
+}
+
 Status pool_exception_status() noexcept {
   try {
     try {
@@ -94,6 +99,18 @@ std::size_t WorkPool::thread_count() const {
 }
 
 void WorkPool::run() {
+  std::function<void()> start;
+  {
+    std::lock_guard lock(mu_);
+    start = thread_start_;
+  }
+  if (start) {
+    try {
+      start();
+    } catch (...) {
+      ++failed_jobs_;
+    }
+  }
   std::unique_lock lock(mu_);
   for (;;) {
     bool woke = work_cv_.wait_for(lock, idle_timeout_, [&] { return stopping_ || !jobs_.empty(); });

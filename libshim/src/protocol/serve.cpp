@@ -285,6 +285,8 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
         [&](const SignalInfo&) { dump_state(logger, server, forwarder, signalfd_reaper); });
 
   logger.info("starting signal loop", {{"path", current_dir()}, {"socket", socket_path}});
+  // On the main thread: a pod without a pause container (shim/linux/pod_sandbox.h) puts
+  // this thread into the pod's namespaces, which /proc/<pid>/ns shows for it alone.
   run_loop(loop, logger);
 
   pool.stop();

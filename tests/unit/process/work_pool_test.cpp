@@ -123,3 +123,22 @@ TEST_CASE("WorkPool threads leave after the idle timeout and come back on demand
   pool.stop();
   CHECK(pool.thread_count() == 0);
 }
+
+TEST_CASE("WorkPool runs the thread-start hook first on threads started after it is set",
+          "[work_pool]") {
+  shim::WorkPool pool(1, std::chrono::milliseconds(50));
+  std::atomic<int> hooks{0};
+  std::promise<void> first;
+  REQUIRE(pool.post([&] { first.set_value(); }));
+  first.get_future().wait();
+  pool.set_thread_start([&] { hooks.fetch_add(1); });
+  // The running thread is older than the hook: it never runs it.
+  std::promise<int> seen;
+  REQUIRE(pool.post([&] { seen.set_value(hooks.load()); }));
+  CHECK(seen.get_future().get() == 0);
+  // Once it retired, the next thread runs the hook before its job.
+  while (pool.thread_count() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::promise<int> later;
+  REQUIRE(pool.post([&] { later.set_value(hooks.load()); }));
+  CHECK(later.get_future().get() == 1);
+}

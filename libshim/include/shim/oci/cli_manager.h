@@ -39,6 +39,11 @@ class CliManager : public shim::RuntimeManager {
   shim::Status info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                     containerd::types::RuntimeInfo* info) const override;
   std::unique_ptr<shim::Runtime> create_runtime(shim::ServiceContext& context) override;
+  // Pods without a pause container (shim/linux/pod_sandbox.h) for CRI runtime handlers
+  // with `sandboxer = "shim"`; the sandbox knows no runtime CLI, the pod's containers come
+  // through the task service as usual.
+  std::unique_ptr<shim::SandboxRuntime> create_sandbox_runtime(
+      shim::ServiceContext& context) override;
 
   // The CLI when the runtime options name none.
   const std::string& default_binary() const { return default_binary_; }

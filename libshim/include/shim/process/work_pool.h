@@ -11,10 +11,10 @@
 #include <atomic>
 #include <chrono>
 #include <concepts>
-#include <exception>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -48,6 +48,13 @@ class WorkPool {
   // logs it). Set it before the first post().
   void set_exception_handler(std::function<void(std::exception_ptr)> handler);
 
+  // Runs `hook` first on every thread started after this call, before its first job. A
+  // thread inherits its creator's per-thread state (namespaces), and the loop thread that
+  // starts most pool threads may have entered a pod's namespaces (shim/linux/pod_sandbox.h):
+  // the hook moves each new thread back to the host's. It must not throw (an exception
+  // is counted as a failed job and dropped). Any thread.
+  void set_thread_start(std::function<void()> hook);
+
   // Runs the jobs already queued, then joins the threads. Idempotent. Must not be called
   // from a pool thread.
   void stop();
@@ -73,6 +80,7 @@ class WorkPool {
   std::size_t idle_ = 0;  // of those, waiting for a job
   std::atomic<std::size_t> failed_jobs_{0};
   std::function<void(std::exception_ptr)> exception_handler_;
+  std::function<void()> thread_start_;
 };
 
 // Pool work whose result can carry an error: a Status, or a struct with a `status` member.
@@ -124,9 +132,8 @@ bool post_and_reply(WorkPool& pool, boost::asio::any_io_executor loop, Work work
           return work();
         }
       };
-      boost::asio::post(loop, [reply = std::move(reply), result = run()]() mutable {
-        reply(std::move(result));
-      });
+      boost::asio::post(
+          loop, [reply = std::move(reply), result = run()]() mutable { reply(std::move(result)); });
     }
   });
 }
