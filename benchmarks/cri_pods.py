@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Pods at scale through CRI: shim-runc against containerd's Go runc shim, in one run.
 
+On containerd 2.x a third side runs shim-runc as the pods' sandboxer (a handler with
+sandboxer = "shim": no pause container).
+
     python3 benchmarks/cri_pods.py              # 30 pods x 2 containers per shim, ~2 min
     python3 benchmarks/cri_pods.py --pods 5     # smoke run
 
@@ -32,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = ("containerd-shim-runc-v2", "cri_pods_bench", "cri_pause", "cri_helper")
 DOCS_BEGIN = "<!-- cri-pods:begin (written by benchmarks/cri_pods.py) -->"
 DOCS_END = "<!-- cri-pods:end -->"
-SIDES = (("ours", "shim-runc"), ("go", "Go shim"))
+SIDES = (("ours", "shim-runc"), ("ours_shim_mode", "shim-runc, shim mode"), ("go", "Go shim"))
 
 
 def log(message):
@@ -72,21 +75,30 @@ def commit_of(repo):
     return report._commit(repo)
 
 
+def present_sides(raw):
+    return [(side, name) for side, name in SIDES if side in raw]
+
+
 def summarize(raw):
     """Per side: the figures of the table (per pod where it says so)."""
     pods = raw["pods"]
     out = {}
-    for side, _ in SIDES:
+    for side, _ in present_sides(raw):
         r = raw[side]
         procs = r["shims"]["processes"]
+        overhead = r["pod_overhead"]
         out[side] = {
             "shim_processes": r["shims"]["count"],
+            "host_processes_per_pod": overhead["processes_per_pod"],
+            "pod_pss_per_pod_kib": overhead["pss_kib_per_pod"],
             "pss_per_pod_kib": sum(p["pss_kib"] for p in procs) / pods,
             "rss_per_pod_kib": sum(p["rss_kib"] for p in procs) / pods,
             "threads_per_shim": percentile([p["threads"] for p in procs], 50),
             "start_p50_ms": percentile(r["start_ms"], 50),
+            "start_p90_ms": percentile(r["start_ms"], 90),
             "start_p99_ms": percentile(r["start_ms"], 99),
             "stop_p50_ms": percentile(r["stop_ms"], 50),
+            "stop_p90_ms": percentile(r["stop_ms"], 90),
             "stop_p99_ms": percentile(r["stop_ms"], 99),
             "cpu_per_pod_ms": r["cpu_ms"] / pods,
             "idle_cpu_per_pod_ms": r["idle_cpu_ms"] / pods,
@@ -97,12 +109,16 @@ def summarize(raw):
 
 ROWS = (
     ("shim processes (pods)", "shim_processes", "{:.0f}"),
-    ("PSS per pod, MiB", "pss_per_pod_kib", "{:.2f}", 1 / 1024),
-    ("RSS per pod, MiB", "rss_per_pod_kib", "{:.2f}", 1 / 1024),
+    ("host processes per pod besides its containers (shim, pause)", "host_processes_per_pod", "{:.2f}"),
+    ("PSS per pod besides its containers (shim + pause), MiB", "pod_pss_per_pod_kib", "{:.2f}", 1 / 1024),
+    ("shim PSS per pod, MiB", "pss_per_pod_kib", "{:.2f}", 1 / 1024),
+    ("shim RSS per pod, MiB", "rss_per_pod_kib", "{:.2f}", 1 / 1024),
     ("threads per shim (median)", "threads_per_shim", "{:.0f}"),
     ("pod start p50, ms (RunPodSandbox + 2 x Create + Start)", "start_p50_ms", "{:.0f}"),
+    ("pod start p90, ms", "start_p90_ms", "{:.0f}"),
     ("pod start p99, ms", "start_p99_ms", "{:.0f}"),
     ("pod stop + remove p50, ms", "stop_p50_ms", "{:.0f}"),
+    ("pod stop + remove p90, ms", "stop_p90_ms", "{:.0f}"),
     ("pod stop + remove p99, ms", "stop_p99_ms", "{:.0f}"),
     ("shim CPU per pod until running, ms", "cpu_per_pod_ms", "{:.1f}"),
     ("shim CPU per pod while idle, ms per {idle} s (10 ms ticks)", "idle_cpu_per_pod_ms", "{:.2f}"),
@@ -111,14 +127,20 @@ ROWS = (
 
 
 def table(summary, raw):
-    lines = ["| per pod (2 containers) | shim-runc | Go shim | ours / Go |", "|---|---:|---:|---:|"]
+    sides = present_sides(raw)
+    ours = [(side, name) for side, name in sides if side != "go"]
+    lines = ["| per pod (2 containers) | " + " | ".join(name for _, name in sides) + " | "
+             + " | ".join(f"{name} / Go" for _, name in ours) + " |",
+             "|---|" + "---:|" * (len(sides) + len(ours))]
     for row in ROWS:
         label, key, fmt = row[0], row[1], row[2]
         scale = row[3] if len(row) > 3 else 1
-        ours, go = summary["ours"][key] * scale, summary["go"][key] * scale
-        ratio = f"{ours / go:.2f}" if go else "-"
-        lines.append(f"| {label.format(idle=raw['idle_seconds'])} | {fmt.format(ours)} | "
-                     f"{fmt.format(go)} | {ratio} |")
+        values = {side: summary[side][key] * scale for side, _ in sides}
+        go = values["go"]
+        ratios = [f"{values[side] / go:.2f}" if go else "-" for side, _ in ours]
+        lines.append(f"| {label.format(idle=raw['idle_seconds'])} | "
+                     + " | ".join(fmt.format(values[side]) for side, _ in sides) + " | "
+                     + " | ".join(ratios) + " |")
     return "\n".join(lines)
 
 
@@ -133,31 +155,42 @@ set style fill solid 0.8 border -1
 set grid ytics
 set key top left
 set yrange [0:*]
-set title "memory per pod (2 containers), MiB"
-plot '{memory}' using 2:xtic(1) title "shim-runc" lc rgb "#1f77b4", '' using 3 title "Go shim" lc rgb "#ff7f0e"
+set title "memory per pod besides its containers (shim + pause), MiB"
+plot {memory_plot}
 set title "pod start (RunPodSandbox + 2 x Create + Start) and stop + remove, ms"
-plot '{latency}' using 2:xtic(1) title "shim-runc" lc rgb "#1f77b4", '' using 3 title "Go shim" lc rgb "#ff7f0e"
+plot {latency_plot}
 unset multiplot
 """
+COLOURS = {"ours": "#1f77b4", "ours_shim_mode": "#2ca02c", "go": "#ff7f0e"}
+
+
+def plot_clause(path, sides):
+    parts = []
+    for i, (side, name) in enumerate(sides):
+        source = f"'{path}'" if i == 0 else "''"
+        xtic = ":xtic(1)" if i == 0 else ""
+        parts.append(f'{source} using {i + 2}{xtic} title "{name}" lc rgb "{COLOURS[side]}"')
+    return ", ".join(parts)
 
 
 def draw(summary, raw, png):
     if os.path.exists(png):
         os.unlink(png)
+    sides = present_sides(raw)
     with tempfile.TemporaryDirectory() as tmp:
         memory, latency = os.path.join(tmp, "memory.dat"), os.path.join(tmp, "latency.dat")
-        o, g = summary["ours"], summary["go"]
         with open(memory, "w") as f:
-            f.write(f'"PSS" {o["pss_per_pod_kib"] / 1024:.3f} {g["pss_per_pod_kib"] / 1024:.3f}\n')
-            f.write(f'"RSS" {o["rss_per_pod_kib"] / 1024:.3f} {g["rss_per_pod_kib"] / 1024:.3f}\n')
+            for key, name in (("pod_pss_per_pod_kib", "PSS"),):
+                f.write(f'"{name}" ' + " ".join(f"{summary[s][key] / 1024:.3f}" for s, _ in sides) + "\n")
         with open(latency, "w") as f:
-            for key, name in (("start_p50_ms", "start p50"), ("start_p99_ms", "start p99"),
-                              ("stop_p50_ms", "stop p50"), ("stop_p99_ms", "stop p99")):
-                f.write(f'"{name}" {o[key]:.2f} {g[key]:.2f}\n')
-        title = (f"{raw['pods']} pods x 2 containers per shim through CRI, "
+            for key, name in (("start_p50_ms", "start p50"), ("start_p90_ms", "start p90"),
+                              ("stop_p50_ms", "stop p50"), ("stop_p90_ms", "stop p90")):
+                f.write(f'"{name}" ' + " ".join(f"{summary[s][key]:.2f}" for s, _ in sides) + "\n")
+        title = (f"{raw['pods']} pods x 2 containers per side through CRI, "
                  f"containerd {raw['containerd']}")
         script = CHART.format(terminal=chart._terminal().replace("1500,600", "1200,500"),
-                              png=png, title=title, memory=memory, latency=latency)
+                              png=png, title=title, memory_plot=plot_clause(memory, sides),
+                              latency_plot=plot_clause(latency, sides))
         done = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)
         if done.returncode != 0:
             log(f"chart: gnuplot failed: {done.stderr.strip()}")

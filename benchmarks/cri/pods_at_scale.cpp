@@ -1,10 +1,13 @@
 // Pods at scale through CRI: N pods of 2 containers each with our shim and with the Go
-// shim, started alternately (pod i: ours then Go for even i, Go then ours for odd i) on
+// shim under CRI's podsandbox controller and, on containerd 2.x, our shim as the pods'
+// sandboxer (no pause container), started alternately (each side first in turn) on
 // the CRI test environment (tests/cri/cri_env.h: private containerd with the CRI
 // plugin, local images, private CNI bridge). Prints one JSON object with the raw samples:
 //   start_ms   RunPodSandbox + 2 x (CreateContainer + StartContainer), per pod
 //   stop_ms    StopPodSandbox + RemovePodSandbox, per pod
 //   shims      shim processes while all pods run, with PSS/RSS/threads each
+//   pod_overhead  per pod: host processes and PSS beyond its containers (shim + pause,
+//              or the shim alone for a shim-mode pod)
 //   cpu_ms     CPU time of all shims since they started (start-up, 3 creates/starts)
 //   idle_cpu_ms  CPU time of all shims over `idle_seconds` with every pod running
 //   killall_errors  the shim's "failed to kill init's children" lines during teardown
@@ -17,11 +20,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "cri_env.h"
 #include "cri_host.h"
@@ -51,18 +55,71 @@ long status_field(pid_t pid, const std::string& field) {
   return -1;
 }
 
-// The shims of `side`: on a shared daemon both sides' shims name the same address, so
-// they are told apart by their executable.
-std::vector<ShimProcess> side_shims(CriEnv& env, Side side) {
-  const std::string want = side == Side::ours
-                               ? our_shim_binary()
-                               : go_shim_binary(env.daemon(side).fx().containerd_bin());
+// The shims of `side`: the ones serving its pods (both of our handlers run one binary).
+std::vector<ShimProcess> side_shims(CriEnv& env, Side side, const std::vector<Pod>& pods) {
+  std::set<std::string> ids;
+  for (const Pod& pod : pods) ids.insert(pod.id);
   std::vector<ShimProcess> mine;
   for (auto& shim : shim_processes(env.daemon(side).fx().grpc_address())) {
-    std::error_code ec;
-    if (fs::weakly_canonical(shim.exe, ec) == fs::weakly_canonical(want, ec)) mine.push_back(shim);
+    if (ids.count(shim.id) != 0) mine.push_back(shim);
   }
   return mine;
+}
+
+// pid -> parent pid of every process on the host.
+std::map<pid_t, pid_t> parent_pids() {
+  std::map<pid_t, pid_t> parents;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    parents[std::stoi(name)] = ppid;
+  }
+  return parents;
+}
+
+// What each pod costs the host beyond its containers: the shim and what it runs that is
+// not a container's (the pause process; a shim-mode pod's pid-namespace holder), counted
+// and their PSS summed. A container's processes are the ones whose command is the
+// benchmark's `sleep`.
+json::object pod_overhead(const std::vector<ShimProcess>& shims) {
+  const std::map<pid_t, pid_t> parents = parent_pids();
+  json::array per_pod;
+  long processes = 0;
+  long pss = 0;
+  for (const auto& shim : shims) {
+    std::vector<pid_t> tree = {shim.pid};
+    for (std::size_t i = 0; i < tree.size(); ++i) {
+      for (const auto& [pid, ppid] : parents) {
+        if (ppid == tree[i]) tree.push_back(pid);
+      }
+    }
+    long pod_processes = 0;
+    long pod_pss = 0;
+    for (pid_t pid : tree) {
+      std::ifstream in(fmt::format("/proc/{}/cmdline", pid));
+      std::string command;
+      std::getline(in, command, '\0');
+      if (command == "sleep") continue;  // a container's process
+      ++pod_processes;
+      pod_pss += pss_kib(pid);
+    }
+    per_pod.push_back({{"processes", pod_processes}, {"pss_kib", pod_pss}});
+    processes += pod_processes;
+    pss += pod_pss;
+  }
+  const double n = shims.empty() ? 1.0 : static_cast<double>(shims.size());
+  return {{"pods", shims.size()},
+          {"processes_per_pod", static_cast<double>(processes) / n},
+          {"pss_kib_per_pod", static_cast<double>(pss) / n},
+          {"per_pod", per_pod}};
 }
 
 double cpu_ms(const std::vector<ShimProcess>& shims) {
@@ -94,29 +151,34 @@ json::object memory_of(const std::vector<ShimProcess>& shims) {
 
 json::object run(const Options& options) {
   CriEnv env;
+  const std::vector<Side> sides = env.sides();
   std::map<Side, json::object> result;
   std::map<Side, json::array> start_ms, stop_ms;
   std::map<Side, std::vector<Pod>> pods;
   for (int i = 0; i < options.pods; ++i) {
-    const std::array<Side, 2> order =
-        i % 2 == 0 ? std::array{Side::ours, Side::go} : std::array{Side::go, Side::ours};
-    for (Side side : order) pods[side].push_back(start_pod(env, side, start_ms[side]));
+    // Alternated: each side goes first, second, ... equally often.
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+      const Side side = sides[(i + k) % sides.size()];
+      pods[side].push_back(start_pod(env, side, start_ms[side]));
+    }
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));  // start-up garbage settles
   std::map<Side, double> idle_before;
-  for (Side side : kBothSides) {
-    const std::vector<ShimProcess> shims = side_shims(env, side);
+  for (Side side : sides) {
+    const std::vector<ShimProcess> shims = side_shims(env, side, pods[side]);
     result[side]["shims"] = memory_of(shims);
+    result[side]["pod_overhead"] = pod_overhead(shims);
     result[side]["cpu_ms"] = cpu_ms(shims);
     idle_before[side] = cpu_ms(shims);
   }
   std::this_thread::sleep_for(std::chrono::seconds(options.idle_seconds));
-  for (Side side : kBothSides) {
-    result[side]["idle_cpu_ms"] = cpu_ms(side_shims(env, side)) - idle_before[side];
+  for (Side side : sides) {
+    result[side]["idle_cpu_ms"] = cpu_ms(side_shims(env, side, pods[side])) - idle_before[side];
   }
   // Teardown one side after the other, so each side's log lines are its own.
-  for (Side side : kBothSides) {
-    const std::size_t before = env.daemon(side).log_lines_with("failed to kill init's children").size();
+  for (Side side : sides) {
+    const std::size_t before =
+        env.daemon(side).log_lines_with("failed to kill init's children").size();
     for (const Pod& pod : pods[side]) {
       const auto start = Clock::now();
       remove_pod(env.client(side), pod);
@@ -127,13 +189,14 @@ json::object run(const Options& options) {
     result[side]["start_ms"] = start_ms[side];
     result[side]["stop_ms"] = stop_ms[side];
   }
-  return {{"pods", options.pods},
-          {"containers_per_pod", 2},
-          {"idle_seconds", options.idle_seconds},
-          {"containerd", env.version().text},
-          {"daemons", env.shared_daemon() ? 1 : 2},
-          {"ours", result[Side::ours]},
-          {"go", result[Side::go]}};
+  json::object out = {{"pods", options.pods},
+                      {"containers_per_pod", 2},
+                      {"idle_seconds", options.idle_seconds},
+                      {"containerd", env.version().text},
+                      {"daemons", env.shared_daemon() ? 1 : 2}};
+  for (Side side : sides)
+    out[side == Side::ours_shim_mode ? "ours_shim_mode" : side_name(side)] = result[side];
+  return out;
 }
 
 }  // namespace
@@ -143,8 +206,10 @@ int main(int argc, char** argv) {
   shim::test::cri::Options options;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--pods") options.pods = std::atoi(argv[i + 1]);
-    else if (flag == "--idle-seconds") options.idle_seconds = std::atoi(argv[i + 1]);
+    if (flag == "--pods")
+      options.pods = std::atoi(argv[i + 1]);
+    else if (flag == "--idle-seconds")
+      options.idle_seconds = std::atoi(argv[i + 1]);
     else {
       std::cerr << "usage: cri_pods_bench [--pods N] [--idle-seconds S]\n";
       return 64;

@@ -226,6 +226,15 @@ v1::ContainerStats CriClient::container_stats(const std::string& id) {
       .stats();
 }
 
+std::vector<v1::PodSandboxStats> CriClient::pod_stats(const std::string& pod_id) {
+  v1::ListPodSandboxStatsRequest request;
+  request.mutable_filter()->set_id(pod_id);
+  auto response = invoke<v1::ListPodSandboxStatsResponse>(
+      "ListPodSandboxStats", LIBSHIM_CRI_METHOD(runtime_, ListPodSandboxStats), request,
+      default_timeout_);
+  return {response.stats().begin(), response.stats().end()};
+}
+
 grpc::Status CriClient::exec_sync_status(const std::string& id, const std::vector<std::string>& cmd,
                                          long timeout_s, v1::ExecSyncResponse* out) {
   v1::ExecSyncRequest request;

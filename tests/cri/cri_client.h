@@ -56,6 +56,8 @@ class CriClient {
   std::vector<v1::Container> list_containers(const std::string& pod_id = {});
   void update_resources(const std::string& id, const v1::LinuxContainerResources& linux);
   v1::ContainerStats container_stats(const std::string& id);
+  // ListPodSandboxStats filtered to one pod: its stats, or none.
+  std::vector<v1::PodSandboxStats> pod_stats(const std::string& pod_id);
 
   // ExecSync with `timeout_s` (0: none); the raw status, for comparing errors.
   grpc::Status exec_sync_status(const std::string& id, const std::vector<std::string>& cmd,

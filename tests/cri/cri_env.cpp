@@ -25,6 +25,7 @@ using namespace std::chrono_literals;
 constexpr const char* kCniBinDir = "/usr/lib/cni";
 constexpr const char* kGoHandler = "runc-go";
 constexpr const char* kOurHandler = "libshim";
+constexpr const char* kOurShimModeHandler = "libshim-sbx";
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -39,6 +40,7 @@ std::string runtime_toml(const std::string& prefix, const HandlerSpec& handler,
       "\n[{}.containerd.runtimes.{}]\n"
       "  runtime_type = \"io.containerd.runc.v2\"\n",
       prefix, handler.name);
+  if (!handler.sandboxer.empty()) toml += fmt::format("  sandboxer = \"{}\"\n", handler.sandboxer);
   if (!handler.runtime_path.empty()) {
     toml += fmt::format("  runtime_path = \"{}\"\n", handler.runtime_path);
   }
@@ -49,7 +51,17 @@ std::string runtime_toml(const std::string& prefix, const HandlerSpec& handler,
 
 }  // namespace
 
-const char* side_name(Side side) { return side == Side::ours ? "ours" : "go"; }
+const char* side_name(Side side) {
+  switch (side) {
+    case Side::ours:
+      return "ours";
+    case Side::go:
+      return "go";
+    case Side::ours_shim_mode:
+      return "sbx";
+  }
+  return "?";
+}
 
 std::string our_shim_binary() { return LIBSHIM_BINARY_DIR "/shim-runc/containerd-shim-runc-v2"; }
 
@@ -168,7 +180,20 @@ void CriDaemon::write_cni_config() const {
 }
 
 std::string CriDaemon::bundle_dir(const std::string& id) const {
+  // plugins/sandbox/controller.go: a shim-mode sandbox's bundle is under the sandbox
+  // controller plugin's state dir.
+  std::string sandbox = fmt::format("{}/io.containerd.sandbox.controller.v1.shim/{}/{}",
+                                    fx_->state_dir(), kCriNamespace, id);
+  if (fs::exists(sandbox)) return sandbox;
   return fmt::format("{}/io.containerd.runtime.v2.task/{}/{}", fx_->state_dir(), kCriNamespace, id);
+}
+
+std::string CriDaemon::cri_sandbox_root(const std::string& id) const {
+  return fmt::format("{}/io.containerd.grpc.v1.cri/sandboxes/{}", fx_->root_dir(), id);
+}
+
+std::string CriDaemon::cri_sandbox_state(const std::string& id) const {
+  return fmt::format("{}/io.containerd.grpc.v1.cri/sandboxes/{}", fx_->state_dir(), id);
 }
 
 std::string CriDaemon::shim_address(const std::string& id) const {
@@ -212,12 +237,24 @@ CriEnv::CriEnv() : work_("lscri-") {
   auto version = probe_containerd(bins, &why);
   if (!version) throw std::runtime_error(fmt::format("{}: {}", kSkipMarker, why));
   version_ = *version;
-  handlers_ = {kOurHandler, kGoHandler};
+  handlers_ = {kOurHandler, kGoHandler, kOurShimModeHandler};
+  sides_ = {Side::ours, Side::go};
   if (version_.at_least(1, 7)) {
-    daemons_.push_back(std::make_unique<CriDaemon>(
-        std::vector<HandlerSpec>{{kOurHandler, our_shim_binary()},
-                                 {kGoHandler, go_shim_binary(bins.containerd)}},
-        std::vector<std::string>{}, images));
+    std::vector<HandlerSpec> handlers = {{kOurHandler, our_shim_binary()},
+                                         {kGoHandler, go_shim_binary(bins.containerd)}};
+    std::vector<std::string> path_prepend;
+    // 1.7's shim mode needed ENABLE_CRI_SANDBOXES and another key: 2.x only.
+    if (version_.major >= 2) {
+      handlers.push_back({kOurShimModeHandler, our_shim_binary(), "shim"});
+      sides_.push_back(Side::ours_shim_mode);
+      // A shim-mode sandbox's shim is found from runtime_type alone (CRI hands the sandbox
+      // controller no runtime_path: internal/cri/server/sandbox_run.go), so ours must be
+      // the containerd-shim-runc-v2 on containerd's PATH; the other handlers' tasks and
+      // pause containers run the runtime_path they name (the smoke test checks it).
+      path_prepend.push_back(fs::path(our_shim_binary()).parent_path().string());
+    }
+    daemons_.push_back(
+        std::make_unique<CriDaemon>(std::move(handlers), std::move(path_prepend), images));
     return;
   }
   // 1.6: runtime_path is ignored; PATH picks the shim, so one daemon per shim.
@@ -233,7 +270,7 @@ CriDaemon& CriEnv::daemon(Side side) {
 }
 
 const std::string& CriEnv::handler(Side side) const {
-  return handlers_[side == Side::ours ? 0 : 1];
+  return handlers_[static_cast<std::size_t>(side)];
 }
 
 void CriEnv::restart_all() {

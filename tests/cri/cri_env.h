@@ -1,6 +1,8 @@
 // The CRI test environment: containerd with its CRI plugin in a private temp dir
 // (support/containerd_fixture.h with ContainerdOptions::cri), a private CNI bridge, the
-// locally built images imported, and two runtime handlers: ours and the Go shim's.
+// locally built images imported, and the runtime handlers: ours and the Go shim's (CRI's
+// pause container, `sandboxer = "podsandbox"`), and on containerd 2.x ours again with
+// `sandboxer = "shim"`: pods without a pause container (the shim serves the sandbox API).
 //
 // containerd 1.7 and 2.x honour a handler's runtime_path: one daemon serves both
 // handlers. containerd 1.6 shows runtime_path in its CRI info but starts the first
@@ -19,9 +21,10 @@
 
 namespace shim::test::cri {
 
-enum class Side { ours, go };
+// ours and go: the podsandbox handlers; ours_shim_mode: our shim as the pod's sandboxer.
+enum class Side { ours, go, ours_shim_mode };
 inline constexpr std::array<Side, 2> kBothSides = {Side::ours, Side::go};
-const char* side_name(Side side);  // "ours", "go"
+const char* side_name(Side side);  // "ours", "go", "sbx"
 
 // Our shim-runc binary (build tree) and the Go shim that comes with `containerd_bin`.
 std::string our_shim_binary();
@@ -30,6 +33,7 @@ std::string go_shim_binary(const std::string& containerd_bin);
 struct HandlerSpec {
   std::string name;
   std::string runtime_path;  // empty: containerd's PATH lookup
+  std::string sandboxer;     // 2.x: "shim" for a shim-mode handler; empty: podsandbox
 };
 
 class CriDaemon {
@@ -51,8 +55,13 @@ class CriDaemon {
   std::string log_root() const { return fx_->dir() + "/pod-logs"; }
   // runc's --root for every handler here (the handlers' options.Root).
   std::string runc_root() const { return fx_->runc_root(); }
-  // <state>/io.containerd.runtime.v2.task/k8s.io/<id>
+  // <state>/io.containerd.runtime.v2.task/k8s.io/<id>, or for a shim-mode sandbox
+  // <state>/io.containerd.sandbox.controller.v1.shim/k8s.io/<id> when that one exists.
   std::string bundle_dir(const std::string& id) const;
+  // Where CRI looks for a pod's hostname, hosts and resolv.conf (<root>/...cri/sandboxes/
+  // <id>) and its /dev/shm (<state>/...cri/sandboxes/<id>/shm).
+  std::string cri_sandbox_root(const std::string& id) const;
+  std::string cri_sandbox_state(const std::string& id) const;
   // The shim address of task `id` ("unix:///run/containerd/s/..."), read from its bundle
   // (`address`, or bootstrap.json on 2.x); empty when there is none.
   std::string shim_address(const std::string& id) const;
@@ -72,10 +81,13 @@ class CriDaemon {
   std::string subnet_;
 };
 
-// Both handlers, on one daemon (1.7+) or two (1.6).
+// Both handlers, on one daemon (1.7+) or two (1.6); on 2.x also our shim-mode handler.
 class CriEnv {
  public:
   CriEnv();
+  // The sides this containerd runs: ours and go, then ours_shim_mode on 2.x.
+  const std::vector<Side>& sides() const { return sides_; }
+  bool has_shim_mode() const { return sides_.size() == 3; }
   CriDaemon& daemon(Side side);
   CriClient& client(Side side) { return daemon(side).client(); }
   const std::string& handler(Side side) const;
@@ -89,19 +101,20 @@ class CriEnv {
   TempDir work_;
   ContainerdVersion version_;
   std::vector<std::unique_ptr<CriDaemon>> daemons_;
-  std::array<std::string, 2> handlers_;
+  std::array<std::string, 3> handlers_;
+  std::vector<Side> sides_;
 };
 
 }  // namespace shim::test::cri
 
 // First statement of a CRI TEST_CASE: skips it where containerd (the version under test)
 // or grpc/CNI pieces are missing.
-#define LIBSHIM_SKIP_WITHOUT_CRI()                                                 \
-  do {                                                                             \
-    LIBSHIM_SKIP_WITHOUT_CONTAINERD();                                             \
-    if (auto libshim_cri_missing = ::shim::test::cri::cri_unavailable()) {         \
-      LIBSHIM_SKIP(*libshim_cri_missing);                                          \
-    }                                                                              \
+#define LIBSHIM_SKIP_WITHOUT_CRI()                                         \
+  do {                                                                     \
+    LIBSHIM_SKIP_WITHOUT_CONTAINERD();                                     \
+    if (auto libshim_cri_missing = ::shim::test::cri::cri_unavailable()) { \
+      LIBSHIM_SKIP(*libshim_cri_missing);                                  \
+    }                                                                      \
   } while (false)
 
 namespace shim::test::cri {

@@ -118,7 +118,7 @@ TEST_CASE("CRI OOM loop: every OOM kill is reported OOMKilled and published",
                              {"delayed, CPU load", true, false},
                              {"immediate", false, true}};
   for (const OomPhase& phase : phases) {
-    for (Side side : kBothSides) {
+    for (Side side : env.sides()) {
       INFO("side " << side_name(side) << ", " << phase.name);
       OomTally tally = oom_loop(env, side, count, phase);
       CHECK(tally.runs == count);
@@ -145,7 +145,7 @@ TEST_CASE("CRI pod teardown: no killall errors from the shim in containerd's log
           "[cri][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     CriDaemon& daemon = env.daemon(side);
     const std::size_t killall_before = daemon.log_lines_with(kKillAllError).size();

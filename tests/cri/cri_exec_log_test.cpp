@@ -151,15 +151,15 @@ TEST_CASE("CRI ExecSync: stdout, stderr, exit code, timeout, missing binary",
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   std::map<Side, Observed> seen;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     Pod pod = run_pod(env, side, "exec");
     const std::string id =
         run_container(env.client(side), pod, container_config("main", {"sleep", "3600"}));
     observe_exec(env.client(side), id, seen[side]);
     remove_pod(env.client(side), pod);
   }
-  check_same_observations(seen[Side::ours], seen[Side::go]);
-  for (Side side : kBothSides) {
+  check_same_as_go(seen);
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     Observed& s = seen[side];
     CHECK(s["exec stdout"] == "out\n");
@@ -183,13 +183,13 @@ TEST_CASE("CRI container log: 16 MiB of output byte-exact in CRI format", "[cri]
   const std::string blob = env.work_dir() + "/blob";
   std::ofstream(blob, std::ios::binary) << expected;
   std::map<Side, Observed> seen;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     Pod pod = run_pod(env, side, "log");
     observe_log(env, side, pod, blob, expected, seen[side]);
     remove_pod(env.client(side), pod);
   }
-  check_same_observations(seen[Side::ours], seen[Side::go]);
-  for (Side side : kBothSides) {
+  check_same_as_go(seen);
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     Observed& s = seen[side];
     CHECK(s["logger exit code"] == "0");
@@ -206,7 +206,7 @@ TEST_CASE("CRI ContainerStats and UpdateContainerResources", "[cri][multi-versio
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   std::map<Side, Observed> seen;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     Pod pod = run_pod(env, side, "res");
     v1::ContainerConfig config =
         container_config("worker", {"/bin/sh", "-c", "helper spin 1; sleep 3600"});
@@ -217,8 +217,8 @@ TEST_CASE("CRI ContainerStats and UpdateContainerResources", "[cri][multi-versio
     observe_update(env.daemon(side), id, seen[side]);
     remove_pod(env.client(side), pod);
   }
-  check_same_observations(seen[Side::ours], seen[Side::go]);
-  for (Side side : kBothSides) {
+  check_same_as_go(seen);
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     Observed& s = seen[side];
     CHECK(s["stats id"] == "1");

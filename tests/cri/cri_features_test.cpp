@@ -4,8 +4,8 @@
 // shim's, whose answer carries runc's features (mount option "rro").
 #include <optional>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cri_env.h"
 #include "cri_pod.h"

@@ -96,7 +96,8 @@ std::vector<std::string> cgroup_dirs(const std::string& relative) {
     const fs::path dir = controller.path().string() + relative;
     if (fs::is_directory(dir, ec)) found.push_back(dir.string());
   }
-  if (fs::is_directory("/sys/fs/cgroup" + relative, ec)) found.push_back("/sys/fs/cgroup" + relative);
+  if (fs::is_directory("/sys/fs/cgroup" + relative, ec))
+    found.push_back("/sys/fs/cgroup" + relative);
   return found;
 }
 

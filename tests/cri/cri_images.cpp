@@ -48,21 +48,21 @@ std::string write_layout_tarball(const fs::path& work, const std::string& stem,
   const fs::path layout = work / (stem + "-layout");
   fs::create_directories(layout / "blobs" / "sha256");
   // Sorted names, numeric owner, fixed mtime: the same inputs give the same digest.
-  run_ok({"tar", "--sort=name", "--numeric-owner", "--owner=0", "--group=0",
-          "--mtime=@0", "-C", rootfs.string(), "-cf", (layout / "layer").string(), "."});
+  run_ok({"tar", "--sort=name", "--numeric-owner", "--owner=0", "--group=0", "--mtime=@0", "-C",
+          rootfs.string(), "-cf", (layout / "layer").string(), "."});
   auto [layer, layer_size] = add_blob(layout, layout / "layer");
-  write_file(layout / "config",
-             fmt::format(R"({{"architecture":"amd64","os":"linux","config":{},)"
-                         R"("rootfs":{{"type":"layers","diff_ids":["{}"]}}}})",
-                         config_json, layer));
+  write_file(layout / "config", fmt::format(R"({{"architecture":"amd64","os":"linux","config":{},)"
+                                            R"("rootfs":{{"type":"layers","diff_ids":["{}"]}}}})",
+                                            config_json, layer));
   auto [config, config_size] = add_blob(layout, layout / "config");
-  write_file(layout / "manifest",
-             fmt::format(R"({{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                         R"("config":{{"mediaType":"application/vnd.oci.image.config.v1+json",)"
-                         R"("digest":"{}","size":{}}},)"
-                         R"("layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar",)"
-                         R"("digest":"{}","size":{}}}]}})",
-                         config, config_size, layer, layer_size));
+  write_file(
+      layout / "manifest",
+      fmt::format(R"({{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+                  R"("config":{{"mediaType":"application/vnd.oci.image.config.v1+json",)"
+                  R"("digest":"{}","size":{}}},)"
+                  R"("layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar",)"
+                  R"("digest":"{}","size":{}}}]}})",
+                  config, config_size, layer, layer_size));
   auto [manifest, manifest_size] = add_blob(layout, layout / "manifest");
   write_file(layout / "index.json",
              fmt::format(R"({{"schemaVersion":2,"manifests":[{{)"
@@ -97,8 +97,8 @@ ImageTarballs build_image_tarballs(const std::string& work_dir) {
   copy_executable(LIBSHIM_CRI_HELPER_BIN, busybox_root / "bin" / "helper");
 
   ImageTarballs tarballs;
-  tarballs.pause = write_layout_tarball(work, "pause", pause_root, kPauseImage,
-                                        R"({"Entrypoint":["/pause"]})");
+  tarballs.pause =
+      write_layout_tarball(work, "pause", pause_root, kPauseImage, R"({"Entrypoint":["/pause"]})");
   tarballs.busybox = write_layout_tarball(work, "busybox", busybox_root, kBusyboxImage,
                                           R"({"Env":["PATH=/bin"],"Cmd":["/bin/sh"]})");
   return tarballs;

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cri_env.h"
 #include "cri_host.h"
@@ -88,7 +88,8 @@ bool shim_gone(pid_t pid) {
 void observe_teardown(CriDaemon& daemon, const Pod& pod, const PodFootprint& footprint,
                       Observed& seen) {
   remove_pod(daemon.client(), pod);
-  seen["shim process gone"] = std::to_string(footprint.shim_pid > 0 && shim_gone(footprint.shim_pid));
+  seen["shim process gone"] =
+      std::to_string(footprint.shim_pid > 0 && shim_gone(footprint.shim_pid));
   seen["shim socket gone"] =
       std::to_string(!footprint.shim_socket.empty() && !fs::exists(footprint.shim_socket));
   const std::vector<std::string> mounts = mounts_under(daemon.fx().dir());
@@ -118,14 +119,14 @@ TEST_CASE("CRI pod life cycle: one shim per pod, exit reasons, nothing left afte
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   std::map<Side, Observed> seen;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     Pod pod = run_pod(env, side, "life");
     PodFootprint footprint = observe_one_shim(env, side, pod, seen[side]);
     observe_exits(env.client(side), pod, seen[side]);
     observe_teardown(env.daemon(side), pod, footprint, seen[side]);
   }
-  check_same_observations(seen[Side::ours], seen[Side::go]);
-  for (Side side : kBothSides) {
+  check_same_as_go(seen);
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     Observed& s = seen[side];
     CHECK(s["shim processes"] == "1");

@@ -21,4 +21,12 @@ void check_same_observations(const Observed& ours, const Observed& go) {
   }
 }
 
+void check_same_as_go(std::map<Side, Observed>& seen) {
+  for (auto& [side, observed] : seen) {
+    if (side == Side::go) continue;
+    INFO("side " << side_name(side) << " against the Go shim's");
+    check_same_observations(observed, seen[Side::go]);
+  }
+}
+
 }  // namespace shim::test::cri

@@ -28,8 +28,7 @@ std::string unique_name(const std::string& prefix, Side side) {
   return fmt::format("{}-{}-{}-{}", prefix, side_name(side), ++counter, ::getpid());
 }
 
-v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name,
-                                bool share_pid) {
+v1::PodSandboxConfig pod_config(const CriDaemon& daemon, const std::string& name, bool share_pid) {
   v1::PodSandboxConfig config;
   auto* metadata = config.mutable_metadata();
   metadata->set_name(name);
@@ -84,8 +83,8 @@ v1::ContainerStatus wait_status(CriClient& client, const std::string& id,
     v1::ContainerStatus status = client.container_status(id).status();
     if (predicate(status)) return status;
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(fmt::format("container {}: not {} within {} ms; last status: {}",
-                                           id, what, timeout.count(), status.ShortDebugString()));
+      throw std::runtime_error(fmt::format("container {}: not {} within {} ms; last status: {}", id,
+                                           what, timeout.count(), status.ShortDebugString()));
     }
     std::this_thread::sleep_for(50ms);
   }
@@ -94,9 +93,8 @@ v1::ContainerStatus wait_status(CriClient& client, const std::string& id,
 v1::ContainerStatus wait_exited(CriClient& client, const std::string& id,
                                 std::chrono::milliseconds timeout) {
   return wait_status(
-      client, id,
-      [](const v1::ContainerStatus& s) { return s.state() == v1::CONTAINER_EXITED; }, "exited",
-      timeout);
+      client, id, [](const v1::ContainerStatus& s) { return s.state() == v1::CONTAINER_EXITED; },
+      "exited", timeout);
 }
 
 std::string log_path(const Pod& pod, const v1::ContainerConfig& config) {
@@ -117,8 +115,8 @@ std::vector<CriLogEntry> parse_cri_log(const std::string& text) {
     // containerd always writes the space after the tag, also before empty content.
     if (s2 == std::string::npos || line.size() < s2 + 3 ||
         (line[s2 + 1] != 'P' && line[s2 + 1] != 'F') || line[s2 + 2] != ' ') {
-      throw std::runtime_error(fmt::format("CRI log: malformed line at offset {}: {:.120}", pos,
-                                           line));
+      throw std::runtime_error(
+          fmt::format("CRI log: malformed line at offset {}: {:.120}", pos, line));
     }
     CriLogEntry entry;
     entry.time = line.substr(0, s1);
@@ -153,8 +151,8 @@ void wait_log_contains(const std::string& path, const std::string& needle,
     const std::string text = read_file(path);
     if (text.find(needle) != std::string::npos) return;
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(fmt::format("log {}: no \"{}\" within {} ms; it has: {:.400}",
-                                           path, needle, timeout.count(), text));
+      throw std::runtime_error(fmt::format("log {}: no \"{}\" within {} ms; it has: {:.400}", path,
+                                           needle, timeout.count(), text));
     }
     std::this_thread::sleep_for(50ms);
   }

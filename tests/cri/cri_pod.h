@@ -76,12 +76,15 @@ using Observed = std::map<std::string, std::string>;
 // are not compared, as the two sides' timings differ by chance: each test bounds them per
 // side (CRI_CHECK_TIMING).
 void check_same_observations(const Observed& ours, const Observed& go);
+// check_same_observations() of every side in `seen` that is not the Go shim's against the
+// Go shim's (the shim-mode side included: what the pod's containers see is the same).
+void check_same_as_go(std::map<Side, Observed>& seen);
 
-// A timing-dependent expectation: strict for our shim; for the Go shim (the reference) a
-// miss is recorded as a WARN with the expression, never a failure of our suite.
+// A timing-dependent expectation: strict for our shim (either mode); for the Go shim (the
+// reference) a miss is recorded as a WARN with the expression, never a failure of our suite.
 #define CRI_CHECK_TIMING(side, ...)                                             \
   do {                                                                          \
-    if ((side) == ::shim::test::cri::Side::ours) {                              \
+    if ((side) != ::shim::test::cri::Side::go) {                                \
       CHECK(__VA_ARGS__);                                                       \
     } else if (!(__VA_ARGS__)) {                                                \
       WARN("the Go shim missed a timing-dependent expectation: " #__VA_ARGS__); \

@@ -14,7 +14,7 @@ TEST_CASE("CRI: runtime.v1 answers, images imported, each handler runs its own s
           "[cri][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     CriClient& client = env.client(side);
     v1::VersionResponse version = client.version();
@@ -30,9 +30,11 @@ TEST_CASE("CRI: runtime.v1 answers, images imported, each handler runs its own s
     std::vector<ShimProcess> shims = shim_processes(env.daemon(side).fx().grpc_address());
     REQUIRE(shims.size() == 1);
     CHECK(shims[0].id == pod.id);
-    const std::string expected =
-        side == Side::ours ? our_shim_binary() : go_shim_binary(env.daemon(side).fx().containerd_bin());
-    CHECK(std::filesystem::weakly_canonical(shims[0].exe) == std::filesystem::weakly_canonical(expected));
+    const std::string expected = side != Side::go
+                                     ? our_shim_binary()
+                                     : go_shim_binary(env.daemon(side).fx().containerd_bin());
+    CHECK(std::filesystem::weakly_canonical(shims[0].exe) ==
+          std::filesystem::weakly_canonical(expected));
     remove_pod(client, pod);
   }
 }

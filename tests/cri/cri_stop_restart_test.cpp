@@ -123,13 +123,13 @@ TEST_CASE("CRI StopContainer grace period, RemoveContainer", "[cri][multi-versio
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   std::map<Side, Observed> seen;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     Pod pod = run_pod(env, side, "stop");
     observe_stop(env, side, pod, seen[side]);
     remove_pod(env.client(side), pod);
   }
-  check_same_observations(seen[Side::ours], seen[Side::go]);
-  for (Side side : kBothSides) {
+  check_same_as_go(seen);
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     Observed& s = seen[side];
     CHECK(s["trap state"] == "CONTAINER_EXITED");
@@ -154,12 +154,12 @@ TEST_CASE("CRI containerd restart with pods running: they keep running, ExecSync
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   std::map<Side, Observed> seen;
-  for (Side side : kBothSides) {
+  for (Side side : env.sides()) {
     Pod pod = run_pod(env, side, "restart");
     observe_restart(env, side, pod, seen[side]);
   }
-  check_same_observations(seen[Side::ours], seen[Side::go]);
-  for (Side side : kBothSides) {
+  check_same_as_go(seen);
+  for (Side side : env.sides()) {
     INFO("side " << side_name(side));
     Observed& s = seen[side];
     CHECK(s["shim survived the restart"] == "1");
