@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -26,8 +27,8 @@
 #include <sstream>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "support/containerd_fixture.h"
@@ -67,6 +68,21 @@ void reveal_ttrpc(PrivateContainerd& fx, const std::string& old_path) {
 }
 
 bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// Whether every thread of `pid` is stopped: kill(SIGSTOP) only queues the stop, and a
+// thread still running may read (and publish) one more event before it takes effect.
+bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    std::string stat = read_text((task.path() / "stat").string());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) continue;  // gone meanwhile
+    const char state = stat[close + 2];
+    if (state != 'T' && state != 't') return false;
+  }
+  return !ec;
+}
 
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -164,8 +180,8 @@ std::optional<std::uint32_t> status_known_to_containerd(RuncE2e& s, EventsSubscr
   if (listed.empty()) {
     // The shim of a cleaned container has finished its flush by now.
     bool cleaned = cleaned_at_restart(s, id);
-    auto deleted = events.wait_for_line({"/tasks/delete", fmt::format("\"container_id\":\"{}\"", id)},
-                                        cleaned ? 1s : 10s);
+    auto deleted = events.wait_for_line(
+        {"/tasks/delete", fmt::format("\"container_id\":\"{}\"", id)}, cleaned ? 1s : 10s);
     if (!deleted && cleaned) return std::nullopt;
     REQUIRE(deleted);
     return static_cast<std::uint32_t>(std::atoi(json_field(*deleted, "exit_status").c_str()));
@@ -173,8 +189,8 @@ std::optional<std::uint32_t> status_known_to_containerd(RuncE2e& s, EventsSubscr
   CHECK(listed == "STOPPED");
   task::StateRequest state;
   state.set_id(id);
-  auto r = call_task_api(unix_path_of(s.fx.shim_address(id)), s.fx.ns(), "State", state.SerializeAsString(),
-                         10s, task_service_for(s.fx.version()));
+  auto r = call_task_api(unix_path_of(s.fx.shim_address(id)), s.fx.ns(), "State",
+                         state.SerializeAsString(), 10s, task_service_for(s.fx.version()));
   task::StateResponse response;
   REQUIRE(r.status.ok());
   REQUIRE(response.ParseFromString(r.payload));
@@ -201,7 +217,8 @@ std::vector<pid_t> start_twenty_with_execs(RuncE2e& s) {
     std::string script = fmt::format(
         "while [ ! -e /tmp/{0}-go{1} ]; do /bin/sleep 0.05; done; exit {2}", ns, k, 40 + k);
     REQUIRE(s.fx.ctr_ok({"task", "exec", "--detach", "--exec-id", fmt::format("e{}", k), "c19",
-                         "/bin/sh", "-c", script}).ok());
+                         "/bin/sh", "-c", script})
+                .ok());
   }
   REQUIRE(wait_until([&] { return pids_with_cmdline(ns + "-go").size() == 5; }, 10s));
   return pids;
@@ -257,11 +274,12 @@ TEST_CASE("fault: containerd kill -9 with 20 tasks, 10 exits and 5 execs while i
     tally.wrong += *status != static_cast<std::uint32_t>(10 + i);
   }
   // Lost: an exit neither published nor explained by containerd's cleanup at restart.
-  WARN(fmt::format("LIBSHIM-FAULT: containerd-kill9-20-tasks containerd={} exits_expected=15 "
-                   "exits_published={} lost={} wrong_status={} duplicated={} "
-                   "cleaned_at_restart={} cleaned_exit_unpublished={}",
-                   s.fx.version().text, lines.size(), tally.lost - cleaned_without_exit, tally.wrong,
-                   tally.duplicated, cleaned, cleaned_without_exit));
+  WARN(
+      fmt::format("LIBSHIM-FAULT: containerd-kill9-20-tasks containerd={} exits_expected=15 "
+                  "exits_published={} lost={} wrong_status={} duplicated={} "
+                  "cleaned_at_restart={} cleaned_exit_unpublished={}",
+                  s.fx.version().text, lines.size(), tally.lost - cleaned_without_exit, tally.wrong,
+                  tally.duplicated, cleaned, cleaned_without_exit));
   CHECK(lines.size() == static_cast<std::size_t>(15 - cleaned_without_exit));
   CHECK(tally.lost == cleaned_without_exit);
   CHECK(tally.wrong == 0);
@@ -279,7 +297,8 @@ std::chrono::milliseconds direct_exec(const std::string& address, const std::str
   auto call = [&](const char* method, const std::string& payload) {
     auto start = std::chrono::steady_clock::now();
     auto r = call_task_api(address, ns, method, payload, kDeadline, service);
-    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
     slowest = std::max(slowest, took);
     INFO(method << " " << exec_id << ": " << r.status.to_string());
     REQUIRE(r.status.ok());
@@ -337,9 +356,13 @@ TEST_CASE("fault: containerd stopped then gone for a minute while 1,000 events a
   auto slowest = 0ms;
   // First containerd is stopped: it reads neither the events nor the log FIFO.
   ::kill(s.fx.pid(), SIGSTOP);
+  // Events that reach containerd before it stops are published to no one (the test
+  // subscribes after the restart): produce them only once it has stopped.
+  REQUIRE(wait_until([&] { return all_threads_stopped(s.fx.pid()); }, 10s));
   for (int n = 0; n < kExecs; ++n) {
     if (n == kExecs / 3) s.fx.kill9();  // then it is gone
-    slowest = std::max(slowest, direct_exec(address, s.fx.ns(), service, "busy", fmt::format("x{}", n)));
+    slowest =
+        std::max(slowest, direct_exec(address, s.fx.ns(), service, "busy", fmt::format("x{}", n)));
     rss_peak = std::max(rss_peak, rss_kib(shims[0]));
   }
   if (s.fx.running()) s.fx.kill9();
@@ -347,7 +370,8 @@ TEST_CASE("fault: containerd stopped then gone for a minute while 1,000 events a
     rss_peak = std::max(rss_peak, rss_kib(shims[0]));
     std::this_thread::sleep_for(500ms);
   }
-  auto away_for = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - began);
+  auto away_for =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - began);
 
   std::string old_path = restart_on_hidden_ttrpc(s.fx);
   auto events = s.fx.subscribe_events({"topic~=\"^/tasks/(exec-added|exec-started|exit)$\""});
@@ -358,9 +382,9 @@ TEST_CASE("fault: containerd stopped then gone for a minute while 1,000 events a
       std::string id = json_field(line, "exec_id");
       if (id.empty()) id = json_field(line, "id");
       if (id.empty() || id[0] != 'x') continue;
-      std::string topic = line.find("/tasks/exit") != std::string::npos ? "exit"
+      std::string topic = line.find("/tasks/exit") != std::string::npos         ? "exit"
                           : line.find("/tasks/exec-added") != std::string::npos ? "added"
-                                                                                 : "started";
+                                                                                : "started";
       out.push_back(topic + " " + id);
     }
     return out;
@@ -370,23 +394,26 @@ TEST_CASE("fault: containerd stopped then gone for a minute while 1,000 events a
   auto got = produced();
   std::vector<std::string> expected;
   for (int n = 0; n < kExecs; ++n) {
-    for (const char* topic : {"added", "started", "exit"}) expected.push_back(fmt::format("{} x{}", topic, n));
+    for (const char* topic : {"added", "started", "exit"})
+      expected.push_back(fmt::format("{} x{}", topic, n));
   }
   std::size_t in_order = 0;
-  while (in_order < got.size() && in_order < expected.size() && got[in_order] == expected[in_order]) ++in_order;
+  while (in_order < got.size() && in_order < expected.size() && got[in_order] == expected[in_order])
+    ++in_order;
   std::size_t lost = expected.size() > got.size() ? expected.size() - got.size() : 0;
   auto log = read_text(s.fx.log_path());
   bool drop_logged = log.find("event queue full") != std::string::npos;
-  WARN(fmt::format("LIBSHIM-FAULT: containerd-away containerd={} away_s={} events_expected={} "
-                   "events_received={} in_order_prefix={} lost={} slowest_call_ms={} "
-                   "shim_rss_kib_before={} shim_rss_kib_peak={} drop_logged={}",
-                   s.fx.version().text, away_for.count(), expected.size(), got.size(), in_order,
-                   lost, slowest.count(), rss_before, rss_peak, drop_logged));
+  WARN(
+      fmt::format("LIBSHIM-FAULT: containerd-away containerd={} away_s={} events_expected={} "
+                  "events_received={} in_order_prefix={} lost={} slowest_call_ms={} "
+                  "shim_rss_kib_before={} shim_rss_kib_peak={} drop_logged={}",
+                  s.fx.version().text, away_for.count(), expected.size(), got.size(), in_order,
+                  lost, slowest.count(), rss_before, rss_peak, drop_logged));
   CHECK(got.size() == expected.size());
   CHECK(in_order == expected.size());
   CHECK(lost == 0);
-  CHECK(!drop_logged);                      // 1,002 events are far below the bound
-  CHECK(slowest < 5s);                      // the loop never blocked on containerd
+  CHECK(!drop_logged);                       // 1,002 events are far below the bound
+  CHECK(slowest < 5s);                       // the loop never blocked on containerd
   CHECK(rss_peak < rss_before + 16 * 1024);  // bounded: the outbox, not a leak
   CHECK(s.task_status("busy") == "RUNNING");
 }
