@@ -112,7 +112,17 @@ void observe_restart(CriEnv& env, Side side, const Pod& pod, Observed& seen) {
   seen["exit seen after restart"] =
       v1::ContainerState_Name(client.container_status(ids[0]).status().state());
   const pid_t shim_pid = after.empty() ? 0 : after[0].pid;
-  remove_pod(client, pod);
+  // The restarted daemon waits on the pod again (a shim-mode pod: WaitSandbox re-issued),
+  // so the stop is seen.
+  client.stop_pod(pod.id);
+  // CRI marks the pod NOTREADY when its wait returns, on a goroutine of its own.
+  v1::PodSandboxState stopped = v1::SANDBOX_READY;
+  for (int i = 0; i < 100 && stopped == v1::SANDBOX_READY; ++i) {
+    if (i > 0) std::this_thread::sleep_for(50ms);
+    stopped = client.pod_status(pod.id).status().state();
+  }
+  seen["pod state after stop"] = v1::PodSandboxState_Name(stopped);
+  client.remove_pod(pod.id);
   for (int i = 0; i < 200 && process_alive(shim_pid); ++i) std::this_thread::sleep_for(50ms);
   seen["shim gone after removal"] = std::to_string(shim_pid > 0 && !process_alive(shim_pid));
 }
@@ -171,6 +181,7 @@ TEST_CASE("CRI containerd restart with pods running: they keep running, ExecSync
     CHECK(s["container 1 exec after restart"] == "alive-x\n");
     CHECK(s["pod state after restart"] == "SANDBOX_READY");
     CHECK(s["exit seen after restart"] == "CONTAINER_EXITED");
+    CHECK(s["pod state after stop"] == "SANDBOX_NOTREADY");
     CHECK(s["shim gone after removal"] == "1");
   }
 }
