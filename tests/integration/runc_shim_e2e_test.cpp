@@ -32,9 +32,18 @@ bool wait_no_shims(const std::string& ns, std::chrono::milliseconds timeout) {
   return wait_no_live_shims(our_runc_shim(), ns, timeout);
 }
 
-std::size_t count_lines(const std::string& path) {
-  std::ifstream in(path);
-  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+// Mount points at or below `dir` in this mount namespace. Only the fixture's own: other
+// tests (or another run on the machine) mount and unmount elsewhere meanwhile.
+std::size_t mounts_under(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, mount_point;
+    fields >> id >> parent >> device >> root >> mount_point;
+    if (mount_point == dir || mount_point.rfind(dir + "/", 0) == 0) ++n;
+  }
+  return n;
 }
 
 std::size_t count_fds(pid_t pid) {
@@ -184,14 +193,14 @@ TEST_CASE("50 containers started and removed leave nothing behind", "[runc-e2e][
   Setup s;
   // Warm-up, so lazily opened containerd fds are counted in the baseline.
   REQUIRE(s.fx.ctr(s.run({"--rm"}, "warm", {"/bin/true"})).exit_code == 0);
-  std::size_t mounts_before = count_lines("/proc/self/mountinfo");
+  std::size_t mounts_before = mounts_under(s.fx.dir());
   std::size_t fds_before = count_fds(s.fx.pid());
   for (int i = 0; i < 50; ++i) {
     auto r = s.fx.ctr(s.run({"--rm"}, fmt::format("loop{}", i), {"/bin/true"}));
     REQUIRE(r.exit_code == 0);
   }
   CHECK(wait_no_shims(s.fx.ns(), 5s));
-  CHECK(count_lines("/proc/self/mountinfo") == mounts_before);
+  CHECK(mounts_under(s.fx.dir()) == mounts_before);
   CHECK(count_fds(s.fx.pid()) <= fds_before + 2);
   for (int i = 0; i < 50; ++i) {
     auto socket = go_shim_socket_path(s.fx.grpc_address(), s.fx.ns(), fmt::format("loop{}", i));

@@ -50,6 +50,8 @@ struct PodSandboxOptions {
   std::chrono::seconds holder_exit_timeout{10};
 };
 
+// The SandboxRuntime of pauseless pods: makes the Sandbox described at the top of this
+// header for each CreateSandbox (one per shim).
 class PodSandboxRuntime final : public shim::SandboxRuntime {
  public:
   // `context` outlives the runtime and its sandboxes. Called on the main thread (from
