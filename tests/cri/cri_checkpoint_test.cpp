@@ -73,9 +73,10 @@ Checkpointed checkpoint_one(CriEnv& env, Side side) {
     out.entries = archive_entries(out.archive);
     for (const std::string& name : out.entries) {
       // CRIU's image set depends on the process tree, not on the shim; its per-task
-      // images are named by pid (core-6.img), which differ between the runs.
-      out.seen["entry " + std::regex_replace(name, std::regex("-[0-9]+\\.img$"), "-<pid>.img")] =
-          "present";
+      // images are named by pid (core-6.img) and its tmpfs images by mount id
+      // (tmpfs-dev-64.tar.gz.img), which differ between the runs.
+      out.seen["entry " + std::regex_replace(name, std::regex("-[0-9]+((\\.tar\\.gz)?\\.img)$"),
+                                             "-<n>$1")] = "present";
     }
     boost::json::value config_dump = boost::json::parse(archive_file(out.archive, "config.dump"));
     out.seen["config.dump id is the container"] =
