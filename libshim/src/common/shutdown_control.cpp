@@ -9,7 +9,10 @@
 namespace shim {
 
 std::string ShutdownControl::shutdown_if_unused() {
-  for (const auto& [name, keeper] : keepers_) {
+  // Not a structured binding: clang 14 (the sanitizer build) cannot capture one.
+  for (const auto& entry : keepers_) {
+    const std::string& name = entry.first;
+    const Keeper& keeper = entry.second;
     std::string reason;
     Status asked = vendor_call(fmt::format("shutdown keeper {}", name), [&] {
       reason = keeper();
