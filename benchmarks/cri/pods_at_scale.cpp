@@ -66,41 +66,16 @@ std::vector<ShimProcess> side_shims(CriEnv& env, Side side, const std::vector<Po
   return mine;
 }
 
-// pid -> parent pid of every process on the host.
-std::map<pid_t, pid_t> parent_pids() {
-  std::map<pid_t, pid_t> parents;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    parents[std::stoi(name)] = ppid;
-  }
-  return parents;
-}
-
 // What each pod costs the host beyond its containers: the shim and what it runs that is
 // not a container's (the pause process; a shim-mode pod's pid-namespace holder), counted
 // and their PSS summed. A container's processes are the ones whose command is the
 // benchmark's `sleep`.
 json::object pod_overhead(const std::vector<ShimProcess>& shims) {
-  const std::map<pid_t, pid_t> parents = parent_pids();
   json::array per_pod;
   long processes = 0;
   long pss = 0;
   for (const auto& shim : shims) {
-    std::vector<pid_t> tree = {shim.pid};
-    for (std::size_t i = 0; i < tree.size(); ++i) {
-      for (const auto& [pid, ppid] : parents) {
-        if (ppid == tree[i]) tree.push_back(pid);
-      }
-    }
+    const std::vector<pid_t> tree = process_tree(shim.pid);
     long pod_processes = 0;
     long pod_pss = 0;
     for (pid_t pid : tree) {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -143,6 +144,40 @@ std::vector<std::string> dir_entries(const std::string& dir) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+namespace {
+
+// pid -> parent pid of every process on the host.
+std::map<pid_t, pid_t> parent_pids() {
+  std::map<pid_t, pid_t> parents;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    parents[std::stoi(name)] = ppid;
+  }
+  return parents;
+}
+
+}  // namespace
+
+std::vector<pid_t> process_tree(pid_t root) {
+  const std::map<pid_t, pid_t> parents = parent_pids();
+  std::vector<pid_t> tree = {root};
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    for (const auto& [pid, ppid] : parents) {
+      if (ppid == tree[i]) tree.push_back(pid);
+    }
+  }
+  return tree;
 }
 
 }  // namespace shim::test::cri

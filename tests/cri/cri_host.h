@@ -34,6 +34,9 @@ long pss_kib(pid_t pid);
 // utime + stime of `pid` in clock ticks.
 long cpu_ticks(pid_t pid);
 
+// `root` and every process below it (read from /proc/<pid>/stat).
+std::vector<pid_t> process_tree(pid_t root);
+
 // Entries under `dir` (non-recursive names); empty when it does not exist.
 std::vector<std::string> dir_entries(const std::string& dir);
 
