@@ -91,6 +91,13 @@ struct ServerOptions {
   // Where libshim's logrus lines go; null: stderr (the FIFO above). A plug-in with its own
   // logging gives a sink that hands the lines to it (shim/logger.h CallbackLogSink).
   std::shared_ptr<LogSink> log_sink;
+  // The buffer between a container process's stdout/stderr and its output FIFO, which
+  // keeps the process writing while nobody reads the FIFO (containerd restarting): the
+  // default for every container on the process tier, whose OCI annotations
+  // io.libshim.output.buffer-bytes / spill-bytes / overflow override it
+  // (docs/output-buffering.md). spill_dir is ignored here: the spill file goes to the
+  // container's bundle (its `work` dir when there is one).
+  OutputBufferOptions output_buffer;
 };
 
 class Manager {

@@ -12,6 +12,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "shim/shutdown_control.h"
+#include "shim/stdio/process_io.h"
 
 namespace shim {
 
@@ -43,6 +44,9 @@ struct ServiceContext {
   Logger& logger;                         // the shim's log (containerd's log via the `log` FIFO)
   ShutdownControl& shutdown;              // ends the shim; its keepers decide Shutdown
   ShimIdentity identity;                  // who this shim is
+  // The default buffer of the processes' output FIFOs (ServerOptions::output_buffer);
+  // the process tier applies a container's io.libshim.output.* annotations over it.
+  OutputBufferOptions output_buffer;
 };
 
 }  // namespace shim

@@ -259,7 +259,8 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
                          logger,
                          shutdown,
                          ShimIdentity{flags.ns, flags.id, current_dir(), flags.address,
-                                      env.ttrpc_address, flags.debug}};
+                                      env.ttrpc_address, flags.debug},
+                         options.output_buffer};
   DaemonServices services;
   ttrpc::Router router;
   if (Status s = make_services(manager, context, router, &services); !s.ok()) {

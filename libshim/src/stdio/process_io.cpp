@@ -204,18 +204,44 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
         self->delivery_probes_[stream_index(stream)] =
             Fd(::fcntl(fifo.keeper.get(), F_DUPFD_CLOEXEC, 0));
         auto writer = std::make_shared<Fd>(std::move(fifo.writer));
-        self->start_output_copy(stream, CopyTarget{writer, std::move(fifo.keeper)});
+        self->start_output_copy(stream, CopyTarget{writer, std::move(fifo.keeper)}, true);
       });
   return {};
 }
 
-void ProcessIO::Impl::start_output_copy(StdioStream stream, CopyTarget target) {
+void ProcessIO::Impl::start_output_copy(StdioStream stream, CopyTarget target, bool buffered) {
   std::weak_ptr<Impl> weak = weak_from_this();
+  std::optional<stdio::CopyBuffering> buffering;
+  if (buffered && options_.output_buffer.enabled()) {
+    buffering = stdio::CopyBuffering{options_.output_buffer,
+                                     [weak, stream](const stdio::OverflowEpisode& episode) {
+                                       if (auto self = weak.lock())
+                                         self->log_overflow(stream, episode);
+                                     }};
+  }
   copiers_[stream_index(stream)] = StreamCopier::start(
       executor_, kStreamNames[stream_index(stream)], std::move(shim_ends_[stream_index(stream)]),
-      std::move(target), options_.copy_method, [weak, stream](const CopyResult& result) {
+      std::move(target), options_.copy_method,
+      [weak, stream](const CopyResult& result) {
         if (auto self = weak.lock()) self->on_output_done(stream, result);
-      });
+      },
+      std::move(buffering));
+}
+
+// One line when a drop episode starts, one when it ends (with what it dropped).
+void ProcessIO::Impl::log_overflow(StdioStream stream,
+                                   const stdio::OverflowEpisode& episode) const {
+  shim::LogFields fields = {{"stream", kStreamNames[stream_index(stream)]},
+                            {"path", path_of(stream)},
+                            {"buffered_bytes", episode.buffered},
+                            {"buffer_bytes", episode.capacity},
+                            {"dropped_bytes", episode.dropped},
+                            {"dropped_total_bytes", episode.dropped_total}};
+  if (episode.started) {
+    logger_.warn("output buffer full, dropping output", fields);
+  } else {
+    logger_.warn("output delivery resumed after dropping output", fields);
+  }
 }
 
 void ProcessIO::Impl::on_output_done(StdioStream stream, const CopyResult& result) {
@@ -286,6 +312,12 @@ void ProcessIO::wait_settled(std::chrono::milliseconds timeout, std::chrono::mil
 }
 std::uint64_t ProcessIO::copied_bytes(StdioStream stream) const {
   return impl_->copied_bytes(stream);
+}
+std::uint64_t ProcessIO::buffered_bytes(StdioStream stream) const {
+  return impl_->buffered_bytes(stream);
+}
+std::uint64_t ProcessIO::dropped_bytes(StdioStream stream) const {
+  return impl_->dropped_bytes(stream);
 }
 
 std::function<shim::Status()> ProcessIO::logger_starter() const {

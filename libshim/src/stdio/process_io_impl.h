@@ -32,7 +32,9 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
  public:
   Impl(boost::asio::any_io_executor executor, StdioSpec spec, const shim::Logger& logger,
        const ProcessIOOptions& options)
-      : executor_(std::move(executor)), spec_(std::move(spec)), logger_(logger),
+      : executor_(std::move(executor)),
+        spec_(std::move(spec)),
+        logger_(logger),
         options_(options) {}
 
   shim::Status setup(int io_uid, int io_gid);
@@ -44,6 +46,8 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   void wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
                     std::function<void(bool)> callback);
   std::uint64_t copied_bytes(StdioStream stream) const;
+  std::uint64_t buffered_bytes(StdioStream stream) const;
+  std::uint64_t dropped_bytes(StdioStream stream) const;
   void close();
 
   int runtime_end(StdioStream stream) const {
@@ -82,7 +86,8 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   shim::Status open_output_file(const std::string& path);
   shim::Status start_stdin();
   shim::Status start_output(StdioStream stream);
-  void start_output_copy(StdioStream stream, stdio::CopyTarget target);
+  void start_output_copy(StdioStream stream, stdio::CopyTarget target, bool buffered = false);
+  void log_overflow(StdioStream stream, const stdio::OverflowEpisode& episode) const;
   void on_output_done(StdioStream stream, const stdio::CopyResult& result);
   void notify_drained(bool drained);
   // Bytes copied and bytes still unread in the output FIFOs: any change is progress.
@@ -90,7 +95,8 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   // Duplicates of the delivery probes (close() may close the originals meanwhile).
   std::vector<stdio::Fd> probe_copies() const;
   void settle_step(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds stall,
-                   std::pair<std::uint64_t, std::size_t> before, std::function<void(bool)> callback);
+                   std::pair<std::uint64_t, std::size_t> before,
+                   std::function<void(bool)> callback);
 
   boost::asio::any_io_executor executor_;
   StdioSpec spec_;

@@ -22,9 +22,8 @@ void ProcessIO::Impl::wait_drained(std::chrono::milliseconds timeout,
                                    std::function<void(bool)> callback) {
   if (drained() || closed_) {
     bool drained_now = drained();
-    boost::asio::post(executor_, [callback = std::move(callback), drained_now] {
-      callback(drained_now);
-    });
+    boost::asio::post(executor_,
+                      [callback = std::move(callback), drained_now] { callback(drained_now); });
     return;
   }
   std::uint64_t id = next_waiter_id_++;
@@ -69,7 +68,8 @@ void ProcessIO::Impl::wait_delivered(std::chrono::milliseconds timeout,
   wait_drained(timeout, std::move(after_drain));
 }
 
-void ProcessIO::Impl::wait_settled(std::chrono::milliseconds timeout, std::chrono::milliseconds stall,
+void ProcessIO::Impl::wait_settled(std::chrono::milliseconds timeout,
+                                   std::chrono::milliseconds stall,
                                    std::function<void(bool)> callback) {
   settle_step(SteadyClock::now() + timeout, stall, output_progress(), std::move(callback));
 }
@@ -99,9 +99,8 @@ void ProcessIO::Impl::notify_drained(bool drained) {
   waiters_.clear();
   for (DrainWaiter& waiter : waiters) {
     waiter.timer->cancel();
-    boost::asio::post(executor_, [callback = std::move(waiter.callback), drained] {
-      callback(drained);
-    });
+    boost::asio::post(executor_,
+                      [callback = std::move(waiter.callback), drained] { callback(drained); });
   }
 }
 
@@ -109,6 +108,16 @@ std::uint64_t ProcessIO::Impl::copied_bytes(StdioStream stream) const {
   if (terminal_) return terminal_->copied_bytes(stream);
   const auto& copier = copiers_[stream_index(stream)];
   return copier ? copier->bytes() : 0;
+}
+
+std::uint64_t ProcessIO::Impl::buffered_bytes(StdioStream stream) const {
+  const auto& copier = copiers_[stream_index(stream)];
+  return copier ? copier->buffered() : 0;
+}
+
+std::uint64_t ProcessIO::Impl::dropped_bytes(StdioStream stream) const {
+  const auto& copier = copiers_[stream_index(stream)];
+  return copier ? copier->dropped() : 0;
 }
 
 }  // namespace shim

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include <boost/asio/post.hpp>
 #include <fmt/format.h>
+#include <boost/asio/post.hpp>
 
 namespace shim::stdio {
 
@@ -37,12 +37,18 @@ struct StreamCopier::Step {
 };
 
 std::shared_ptr<StreamCopier> StreamCopier::start(boost::asio::any_io_executor executor,
-                                                  std::string name, Fd source,
-                                                  CopyTarget target, CopyMethod method,
-                                                  DoneHandler done) {
+                                                  std::string name, Fd source, CopyTarget target,
+                                                  CopyMethod method, DoneHandler done,
+                                                  std::optional<CopyBuffering> buffering) {
   auto copier =
       std::make_shared<StreamCopier>(std::move(executor), std::move(name), method, std::move(done));
   shim::Status attached = copier->attach(std::move(source), std::move(target));
+  // Only a target that can be full (a pipe or FIFO) needs a buffer.
+  if (attached.ok() && buffering && buffering->options.enabled() && copier->target_pollable_) {
+    copier->overflow_ = buffering->options.overflow;
+    copier->on_overflow_ = std::move(buffering->on_overflow);
+    copier->out_ = std::make_unique<OutputBuffer>(std::move(buffering->options));
+  }
   if (!attached.ok()) {
     // Report through the handler, asynchronously, like any other end of the copy.
     boost::asio::post(copier->executor_, [copier, attached] { copier->finish(attached); });
@@ -69,7 +75,7 @@ shim::Status StreamCopier::attach(Fd source, CopyTarget target) {
   if (ec) return shim::unknown(fmt::format("{}: register source fd: {}", name_, ec.message()));
   source.release();
 
-  struct stat st{};
+  struct stat st {};
   if (!target_ || !target_->valid() || ::fstat(target_->get(), &st) < 0) {
     return shim::unknown(fmt::format("{}: bad target fd", name_));
   }
@@ -88,10 +94,12 @@ shim::Status StreamCopier::attach(Fd source, CopyTarget target) {
 void StreamCopier::cancel() {
   if (finished_) return;
   finished_ = true;
+  if (dropping_) end_episode();
   release_fds();
 }
 
 void StreamCopier::pump() {
+  if (out_) return pump_buffered();
   for (int steps = 0; steps < kStepsPerTurn; ++steps) {
     if (finished_) return;
     Step step = method_ == CopyMethod::kSplice ? splice_once() : read_write_once();
@@ -143,8 +151,8 @@ StreamCopier::Step StreamCopier::splice_once() {
 StreamCopier::Step StreamCopier::read_write_once() {
   if (buffer_.empty()) buffer_.resize(kBufferSize);
   if (pending_begin_ < pending_end_) {
-    ssize_t n = ::write(target_->get(), buffer_.data() + pending_begin_,
-                        pending_end_ - pending_begin_);
+    ssize_t n =
+        ::write(target_->get(), buffer_.data() + pending_begin_, pending_end_ - pending_begin_);
     if (n > 0) {
       pending_begin_ += static_cast<std::size_t>(n);
       bytes_ += static_cast<std::uint64_t>(n);
@@ -209,9 +217,165 @@ void StreamCopier::wait(Side side) {
   }
 }
 
+// ---- buffered copies ----
+
+void StreamCopier::pump_buffered() {
+  int steps = 0;
+  while (steps < kStepsPerTurn) {
+    if (finished_) return;
+    ++steps;
+    if (!out_->empty()) {
+      // What was buffered goes first, in order.
+      Step step = deliver_once();
+      if (step.kind == Step::kError) return finish(step.status);
+      if (step.kind == Step::kProgress) continue;
+    } else {
+      if (dropping_) end_episode();
+      if (source_eof_) return finish({});
+      Step step = method_ == CopyMethod::kSplice ? splice_once() : read_write_once();
+      if (step.kind == Step::kProgress) continue;
+      if (step.kind == Step::kEof) {
+        source_eof_ = true;
+        continue;
+      }
+      if (step.kind == Step::kError) return finish(step.status);
+      Side side = step.side == Side::kNone ? blocked_side() : step.side;
+      if (side == Side::kNone) {
+        if (++fruitless_probes_ > kMaxFruitlessProbes) method_ = CopyMethod::kReadWrite;
+        break;  // retry on the next turn
+      }
+      if (side == Side::kSource) return wait_both(true, false);
+      // The target is full. A read/write copy's chunk in hand is the oldest byte now.
+      if (pending_begin_ < pending_end_) {
+        shim::Status kept =
+            out_->append(buffer_.data() + pending_begin_, pending_end_ - pending_begin_);
+        if (!kept.ok()) return finish(kept);
+        pending_begin_ = pending_end_ = 0;
+      }
+    }
+    // The target takes nothing now (this turn saw it full): read the source into the
+    // buffer meanwhile.
+    while (true) {
+      if (finished_) return;
+      if (source_eof_) return wait_both(false, true);
+      if (++steps > kStepsPerTurn) break;
+      Step step = take_once();
+      if (step.kind == Step::kProgress) continue;
+      if (step.kind == Step::kEof) {
+        source_eof_ = true;
+        continue;
+      }
+      if (step.kind == Step::kError) return finish(step.status);
+      // Source empty: wait for either end. Buffer full (kBlock): for the target only.
+      return wait_both(step.side == Side::kSource, true);
+    }
+  }
+  // Yield; the next turn starts with a write again (no wait is trusted across turns).
+  boost::asio::post(executor_, [self = shared_from_this()] {
+    if (!self->finished_) self->pump();
+  });
+}
+
+StreamCopier::Step StreamCopier::deliver_once() {
+  std::span<const char> bytes;
+  if (shim::Status status = out_->front(&bytes); !status.ok()) {
+    return {Step::kError, Side::kNone,
+            shim::unknown(fmt::format("copy {}: {}", name_, status.message()))};
+  }
+  ssize_t n = ::write(target_->get(), bytes.data(), bytes.size());
+  if (n > 0) {
+    out_->consume(static_cast<std::size_t>(n));
+    bytes_ += static_cast<std::uint64_t>(n);
+    if (dropping_ && out_->size() <= out_->capacity() / 2) end_episode();
+    return {Step::kProgress};
+  }
+  if (n < 0 && errno == EINTR) return {Step::kProgress};
+  if (n < 0 && errno == EAGAIN) return {Step::kBlocked, Side::kTarget};
+  int err = n < 0 ? errno : EIO;
+  return {Step::kError, Side::kNone,
+          shim::unknown(fmt::format("copy {}: write: {}", name_, std::strerror(err)))};
+}
+
+StreamCopier::Step StreamCopier::take_once() {
+  const bool full = out_->room() == 0;
+  // kDrop: discard at the bound, and once discarding, until the buffer is back at half.
+  const bool discard = overflow_ == OutputOverflow::kDrop &&
+                       (full || (dropping_ && out_->size() > out_->capacity() / 2));
+  if (full && !discard) return {Step::kBlocked, Side::kTarget};
+  ssize_t n;
+  if (discard) {
+    if (discard_.empty()) discard_.resize(kBufferSize);
+    n = ::read(source_.native_handle(), discard_.data(), discard_.size());
+    if (n > 0) discarded(static_cast<std::uint64_t>(n));
+  } else {
+    n = out_->read_from(source_.native_handle());
+    if (n < 0 && errno == ENOBUFS) {
+      // The spill file could not grow: the buffer is full at a lower bound now.
+      return overflow_ == OutputOverflow::kDrop ? Step{Step::kProgress}
+                                                : Step{Step::kBlocked, Side::kTarget};
+    }
+  }
+  if (n > 0) return {Step::kProgress};
+  if (n == 0) return {Step::kEof};
+  if (errno == EINTR) return {Step::kProgress};
+  if (errno == EAGAIN) return {Step::kBlocked, Side::kSource};
+  return {Step::kError, Side::kNone,
+          shim::unknown(fmt::format("copy {}: read: {}", name_, std::strerror(errno)))};
+}
+
+void StreamCopier::discarded(std::uint64_t n) {
+  bool first = !dropping_;
+  if (first) {
+    dropping_ = true;
+    dropped_episode_ = 0;
+  }
+  dropped_episode_ += n;
+  dropped_total_ += n;
+  if (first && on_overflow_) {
+    on_overflow_(
+        OverflowEpisode{true, dropped_episode_, dropped_total_, out_->size(), out_->capacity()});
+  }
+}
+
+void StreamCopier::end_episode() {
+  dropping_ = false;
+  if (on_overflow_) {
+    on_overflow_(OverflowEpisode{false, dropped_episode_, dropped_total_, out_ ? out_->size() : 0,
+                                 out_ ? out_->capacity() : 0});
+  }
+  dropped_episode_ = 0;
+}
+
+// Waits for the source to be readable and/or the target writable, whichever comes first.
+// Each end was seen not ready in this turn (see blocked_side() on edge-triggered waits);
+// a wait already pending on an end is left as it is.
+void StreamCopier::wait_both(bool source, bool target) {
+  auto handler = [self = shared_from_this()](bool* waiting) {
+    return [self, waiting](const boost::system::error_code& ec) {
+      *waiting = false;
+      if (self->finished_) return;
+      if (ec) {
+        self->finish(shim::unknown(fmt::format("copy {}: wait: {}", self->name_, ec.message())));
+        return;
+      }
+      self->pump();
+    };
+  };
+  if (source && !source_waiting_) {
+    source_waiting_ = true;
+    source_.async_wait(boost::asio::posix::stream_descriptor::wait_read, handler(&source_waiting_));
+  }
+  if (target && !target_waiting_) {
+    target_waiting_ = true;
+    target_waiter_.async_wait(boost::asio::posix::stream_descriptor::wait_write,
+                              handler(&target_waiting_));
+  }
+}
+
 void StreamCopier::finish(shim::Status status) {
   if (finished_) return;
   finished_ = true;
+  if (dropping_) end_episode();
   release_fds();
   DoneHandler done = std::move(done_);
   done_ = nullptr;
@@ -227,6 +391,12 @@ void StreamCopier::release_fds() {
   keeper_.reset();
   buffer_.clear();
   buffer_.shrink_to_fit();
+  discard_.clear();
+  discard_.shrink_to_fit();
+  if (out_) {
+    spilled_total_ = out_->spilled_bytes();
+    out_.reset();  // frees the memory and closes (so removes) the spill file
+  }
 }
 
 }  // namespace shim::stdio

@@ -7,6 +7,15 @@
 // falls back to read/write with one buffer. A copy ends only at EOF on the source, i.e.
 // once every writer (the process and any child still holding the pipe) is gone, so the
 // last bytes of a process that exits at once are never lost.
+//
+// Buffered copies (output FIFOs, CopyBuffering): when the target is full the copy goes on
+// reading the source into an OutputBuffer (memory, then a spill file) and writes that out
+// first, in order, once the target takes bytes again; only while the buffer is empty do
+// bytes go source -> target directly (splice). At the buffer's bound the overflow policy
+// decides: kBlock stops reading the source (the writer blocks, nothing is lost), kDrop
+// reads and discards, counted, in episodes: one starts when a read is discarded and ends
+// when the buffer is back at half its bound (so a slow reader does not make an episode per
+// pipe's worth), each reported through on_overflow.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -16,12 +25,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "shim/logger.h"
 #include "shim/status.h"
 #include "shim/stdio/process_io.h"  // CopyMethod
+#include "stdio/output_buffer.h"
 #include "stdio/stdio_fd.h"
 
 namespace shim::stdio {
@@ -32,6 +43,21 @@ namespace shim::stdio {
 struct CopyTarget {
   std::shared_ptr<Fd> fd;
   Fd keeper;
+};
+
+// A drop episode of a buffered copy (see the file comment): `started` when the first read
+// was discarded, else it ended (the buffer has room again, or the copy ended).
+struct OverflowEpisode {
+  bool started = false;
+  std::uint64_t dropped = 0;        // bytes discarded in this episode so far
+  std::uint64_t dropped_total = 0;  // bytes discarded by this copy so far
+  std::uint64_t buffered = 0;       // bytes held now
+  std::uint64_t capacity = 0;       // the buffer's bound now
+};
+
+struct CopyBuffering {
+  OutputBufferOptions options;
+  std::function<void(const OverflowEpisode&)> on_overflow;  // may be empty
 };
 
 struct CopyResult {
@@ -47,13 +73,21 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
   // on the loop when the copy ends by itself (EOF or error), never after cancel().
   static std::shared_ptr<StreamCopier> start(boost::asio::any_io_executor executor,
                                              std::string name, Fd source, CopyTarget target,
-                                             CopyMethod method, DoneHandler done);
+                                             CopyMethod method, DoneHandler done,
+                                             std::optional<CopyBuffering> buffering = {});
 
   // Stops the copy and closes its fds now. Idempotent. Call on the loop.
   void cancel();
 
   bool finished() const { return finished_; }
+  // Bytes written to the target.
   std::uint64_t bytes() const { return bytes_; }
+  // Buffered copies: bytes held now, discarded so far, and the buffer (null otherwise).
+  std::uint64_t buffered() const { return out_ ? out_->size() : 0; }
+  std::uint64_t dropped() const { return dropped_total_; }
+  // Bytes that went through the spill file so far (kept after the copy ended).
+  std::uint64_t spilled() const { return out_ ? out_->spilled_bytes() : spilled_total_; }
+  const OutputBuffer* buffer() const { return out_.get(); }
   // Whether bytes currently go through splice (false after a fallback).
   bool splicing() const { return method_ == CopyMethod::kSplice; }
 
@@ -67,6 +101,12 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
 
   shim::Status attach(Fd source, CopyTarget target);
   void pump();
+  void pump_buffered();
+  Step deliver_once();
+  Step take_once();
+  void discarded(std::uint64_t n);
+  void end_episode();
+  void wait_both(bool source, bool target);
   Step splice_once();
   Step read_write_once();
   Side blocked_side();
@@ -89,6 +129,18 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
   std::vector<char> buffer_;  // read/write mode only
   std::size_t pending_begin_ = 0;
   std::size_t pending_end_ = 0;
+  // Buffered copies only.
+  std::unique_ptr<OutputBuffer> out_;
+  std::function<void(const OverflowEpisode&)> on_overflow_;
+  OutputOverflow overflow_ = OutputOverflow::kBlock;
+  bool source_eof_ = false;
+  bool source_waiting_ = false;
+  bool target_waiting_ = false;
+  bool dropping_ = false;
+  std::uint64_t dropped_total_ = 0;
+  std::uint64_t dropped_episode_ = 0;
+  std::uint64_t spilled_total_ = 0;
+  std::vector<char> discard_;
 };
 
 }  // namespace shim::stdio

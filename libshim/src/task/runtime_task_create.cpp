@@ -6,13 +6,14 @@
 // the stdio made (a binary:// logger started), then the init created; the console is
 // received and the init's cgroup loaded. Exits of unknown pids are held meanwhile, since
 // the init may die before its pid is known here.
-#include <boost/json/parse.hpp>
 #include <fmt/format.h>
+#include <boost/json/parse.hpp>
 
 #include "common/vendor_call.h"
 #include "shim/fs.h"
 #include "shim/linux/mount.h"
 #include "shim/logger.h"
+#include "stdio/output_annotations.h"
 #include "task/runtime_task_service.h"
 
 namespace shim {
@@ -52,7 +53,8 @@ ContainerConfig container_config(const task::CreateTaskRequest& request) {
 std::optional<CgroupPaths> init_cgroup(std::uint32_t pid) {
   CgroupFs fs;
   CgroupPaths paths;
-  if (!load_cgroup(fs, host_cgroup_version(fs.root), static_cast<int>(pid), &paths).ok()) return std::nullopt;
+  if (!load_cgroup(fs, host_cgroup_version(fs.root), static_cast<int>(pid), &paths).ok())
+    return std::nullopt;
   return paths;
 }
 
@@ -60,15 +62,21 @@ std::optional<CgroupPaths> init_cgroup(std::uint32_t pid) {
 
 // Everything blocking of a Create, on a pool thread. The Instance reads config.rootfs
 // (set before open(), mounted after it) through the config it was opened with.
-RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(const task::CreateTaskRequest& request) {
+RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(
+    const task::CreateTaskRequest& request) {
   CreateResult result;
   auto holder = std::make_shared<InstanceHolder>();
   ContainerConfig& config = holder->config;
   config = container_config(request);
+  // Bad io.libshim.output.* annotations fail Create before anything is made.
+  OutputBufferOptions output = context_.output_buffer;
+  result.status = stdio::apply_output_annotations(config.spec, &output);
+  if (!result.status.ok()) return result;
   if (request.rootfs_size() > 0) config.rootfs = rootfs_path(config.bundle);
   std::unique_ptr<Instance> instance;
-  result.status = vendor_call("Runtime::open", [&] { return runtime_->open(config, &instance); },
-                              &context_.logger, config.id);
+  result.status = vendor_call(
+      "Runtime::open", [&] { return runtime_->open(config, &instance); }, &context_.logger,
+      config.id);
   if (result.status.ok() && instance == nullptr) {
     result.status = Status(Code::kInternal, "Runtime::open made no instance");
   }
@@ -79,21 +87,24 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(const task::
   if (!config.rootfs.empty()) {
     std::string dir;
     result.status = make_rootfs_dir(config.bundle, &dir);
-    if (result.status.ok()) result.status = mount_all(mount_entries(request.rootfs()), config.rootfs);
+    if (result.status.ok())
+      result.status = mount_all(mount_entries(request.rootfs()), config.rootfs);
     if (!result.status.ok()) return result;
     mounted = true;
   }
   StdioSpec stdio{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
-  result.status = make_process_io(context_, holder->instance, stdio, request.id(), &result.io);
+  result.status = make_process_io(context_, *holder, stdio, request.id(), &result.io);
   // A binary:// logger is ready before the runtime runs (for a restore too, as in Go).
   if (result.status.ok()) result.status = result.io->logger_starter()();
-  if (result.status.ok()) result.status = holder->instance.create(runtime_stdio(*result.io), &result.pid);
+  if (result.status.ok())
+    result.status = holder->instance.create(runtime_stdio(*result.io), &result.pid);
   bool restoring = !config.checkpoint.empty();  // nothing ran: no console yet
   if (result.status.ok() && !restoring) result.status = result.io->console_receiver()();
   if (result.status.ok() && result.pid != 0) result.cgroup = init_cgroup(result.pid);
   if (!result.status.ok() && mounted) {
     if (Status s = unmount_all(config.rootfs); !s.ok()) {
-      context_.logger.warn("failed to cleanup rootfs mount", {{"id", config.id}, {"error", s.message()}});
+      context_.logger.warn("failed to cleanup rootfs mount",
+                           {{"id", config.id}, {"error", s.message()}});
     }
   }
   return result;
@@ -109,12 +120,17 @@ ProcessStdio runtime_stdio(const ProcessIO& io) {
   return stdio;
 }
 
-Status make_process_io(ServiceContext& context, const GuardedInstance& instance, const StdioSpec& stdio,
-                       const std::string& process_id, std::unique_ptr<ProcessIO>* io) {
+Status make_process_io(ServiceContext& context, const InstanceHolder& holder,
+                       const StdioSpec& stdio, const std::string& process_id,
+                       std::unique_ptr<ProcessIO>* io) {
   StdioOwner owner;
-  if (Status s = instance.stdio_owner(&owner); !s.ok()) return s;
+  if (Status s = holder.instance.stdio_owner(&owner); !s.ok()) return s;
+  OutputBufferOptions output = context.output_buffer;
+  if (Status s = stdio::apply_output_annotations(holder.config.spec, &output); !s.ok()) return s;
+  output.spill_dir = stdio::output_spill_dir(holder.config.bundle);
   return ProcessIO::create(context.executor, stdio, owner.uid, owner.gid, context.logger, io,
-                           {.binary_logger = binary_logger_settings(context, process_id)});
+                           {.output_buffer = std::move(output),
+                            .binary_logger = binary_logger_settings(context, process_id)});
 }
 
 // ---- Create ---------------------------------------------------------------------------
@@ -155,11 +171,13 @@ void RuntimeTaskService::finish_create(const task::CreateTaskRequest& request, C
   container->private_pid_namespace = has_private_pid_namespace(result.holder->config.spec);
   container->restore_pending = restoring;
   container->init.id = request.id();
-  container->init.stdio = StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
+  container->init.stdio =
+      StdioSpec{request.stdin(), request.stdout(), request.stderr(), request.terminal()};
   container->init.pid = result.pid;
   container->init.io = std::move(result.io);
   // No pidfd: the init is gone already, and the handle stays invalid, which Kill reads so.
-  if (result.pid != 0) ProcessHandle::open(static_cast<pid_t>(result.pid), &container->init.handle).ignore_error();
+  if (result.pid != 0)
+    ProcessHandle::open(static_cast<pid_t>(result.pid), &container->init.handle).ignore_error();
   // Watched from now: an OOM right after Start must not fall before the watch exists.
   watch_oom(*container);
   containers_[request.id()] = std::move(container);
@@ -184,17 +202,20 @@ void RuntimeTaskService::finish_create(const task::CreateTaskRequest& request, C
 
 // ---- Start ----------------------------------------------------------------------------
 
-void RuntimeTaskService::start(const CallInfo&, task::StartRequest request, Reply<task::StartResponse> reply) {
+void RuntimeTaskService::start(const CallInfo&, task::StartRequest request,
+                               Reply<task::StartResponse> reply) {
   TaskContainer* container = nullptr;
   TaskProcess* process = nullptr;
-  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok()) return reply.fail(s);
+  if (auto s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
   if (process->busy) return reply.fail(unknown("cannot start a running process"));
   if (auto s = check_transition(process->state, Operation::kStart, process->is_init()); !s.ok()) {
     return reply.fail(s);
   }
   if (process->is_init()) return start_init(*container, std::move(reply));
   if (container->init.state == ProcessState::kStopped) {
-    return reply.fail(failed_precondition(fmt::format("container {} init process is not running", container->id)));
+    return reply.fail(failed_precondition(
+        fmt::format("container {} init process is not running", container->id)));
   }
   start_exec(*container, *process, std::move(reply));
 }
@@ -216,13 +237,14 @@ void RuntimeTaskService::start_init(TaskContainer& container, Reply<task::StartR
   // A restore sends the pty master through the socket Create made, as a create does.
   std::function<Status()> receive_console = [] { return Status(); };
   if (restoring && container.init.io) receive_console = container.init.io->console_receiver();
-  auto work = [holder = container.holder, pid = container.init.pid, has_cgroup = container.cgroup.has_value(),
-               receive_console] {
+  auto work = [holder = container.holder, pid = container.init.pid,
+               has_cgroup = container.cgroup.has_value(), receive_console] {
     StartResult result;
     result.pid = pid;
     result.status = holder->instance.start(&result.pid);
     if (result.status.ok()) result.status = receive_console();
-    if (result.status.ok() && !has_cgroup && result.pid != 0) result.cgroup = init_cgroup(result.pid);
+    if (result.status.ok() && !has_cgroup && result.pid != 0)
+      result.cgroup = init_cgroup(result.pid);
     return result;
   };
   auto done = [this, id = container.id, token, restoring, reply](StartResult result) {
@@ -244,7 +266,8 @@ void RuntimeTaskService::start_init(TaskContainer& container, Reply<task::StartR
     c->restore_pending = false;
     if (result.pid != c->init.pid) {
       c->init.pid = result.pid;
-      ProcessHandle::open(static_cast<pid_t>(result.pid), &c->init.handle).ignore_error();  // as at Create
+      ProcessHandle::open(static_cast<pid_t>(result.pid), &c->init.handle)
+          .ignore_error();  // as at Create
     }
     if (!c->cgroup) c->cgroup = std::move(result.cgroup);
     c->init.state = ProcessState::kRunning;

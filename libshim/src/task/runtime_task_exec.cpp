@@ -125,7 +125,7 @@ void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& proce
   auto work = [this, holder = container.holder, exec_id = process.exec_id, spec = process.spec_json,
                stdio = process.stdio] {
     ExecResult result;
-    result.status = make_process_io(context_, holder->instance, stdio, exec_id, &result.io);
+    result.status = make_process_io(context_, *holder, stdio, exec_id, &result.io);
     if (!result.status.ok()) return result;
     result.status = result.io->logger_starter()();  // a binary:// logger is ready first
     if (result.status.ok()) {

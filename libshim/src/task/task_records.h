@@ -94,7 +94,9 @@ ProcessStdio runtime_stdio(const ProcessIO& io);
 Status exec_spec(const containerd::task::v2::ExecProcessRequest& request, std::string* spec_json);
 
 // The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
-Status make_process_io(ServiceContext& context, const GuardedInstance& instance,
+// The output buffer: context.output_buffer with the container's io.libshim.output.*
+// annotations applied, spilling into its bundle.
+Status make_process_io(ServiceContext& context, const InstanceHolder& holder,
                        const StdioSpec& stdio, const std::string& process_id,
                        std::unique_ptr<ProcessIO>* io);
 

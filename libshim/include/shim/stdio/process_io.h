@@ -94,9 +94,35 @@ struct StdioSpec {
 // One of the three standard streams (the value is its fd number).
 enum class StdioStream { kStdin = 0, kStdout = 1, kStderr = 2 };
 
+// What an output copy does once its buffer is full (see OutputBufferOptions).
+enum class OutputOverflow {
+  kBlock,  // stop reading the process's pipe until there is room again: nothing is lost
+  kDrop,   // go on reading and discard, counted and logged per episode
+};
+
+// The buffer between a process's stdout/stderr pipe and its output FIFO
+// (docs/output-buffering.md). While nobody drains the FIFO (containerd restarting, a slow
+// reader) the copy keeps reading the pipe, holds the bytes in memory up to
+// `memory_bytes`, then in a spill file up to `spill_bytes` more, and delivers them in
+// order, exactly once, when the FIFO drains again. Per stream. Files (file://, a plain
+// path) never fill, so their copies are not buffered.
+struct OutputBufferOptions {
+  std::uint64_t memory_bytes = std::uint64_t{1} << 20;  // 1 MiB
+  std::uint64_t spill_bytes = std::uint64_t{64} << 20;  // 64 MiB
+  OutputOverflow overflow = OutputOverflow::kBlock;
+  // Where the spill file is made (an unnamed O_TMPFILE, gone with its fd: nothing is left
+  // behind, even by a killed shim). Empty: no spill file, memory only.
+  std::string spill_dir;
+
+  // Both bounds 0: no buffer (a full FIFO stops the copy at once).
+  bool enabled() const { return memory_bytes + spill_bytes > 0; }
+};
+
 // How ProcessIO::create sets things up.
 struct ProcessIOOptions {
   CopyMethod copy_method = CopyMethod::kSplice;  // splice(2) unless a test asks for read/write
+  // The output FIFOs' buffer (stdout and stderr each; not for terminals).
+  OutputBufferOptions output_buffer;
   // For binary:// and binary-v2:// stdout; without a reaper and spawner those schemes are
   // Unimplemented.
   BinaryLoggerSettings binary_logger;
@@ -160,6 +186,10 @@ class ProcessIO {
 
   // Bytes copied so far for a stream.
   std::uint64_t copied_bytes(StdioStream stream) const;
+  // Bytes of a stream held in its output buffer now, and discarded by the `drop`
+  // overflow policy so far.
+  std::uint64_t buffered_bytes(StdioStream stream) const;
+  std::uint64_t dropped_bytes(StdioStream stream) const;
 
   // Stops every copy and closes every fd; pending wait_drained() callbacks get false.
   // Idempotent. Runs inline on the loop thread; from another thread it is posted there.
