@@ -57,6 +57,23 @@ TEST_CASE("tier Create: the runtime's refusal reaches containerd as it is and le
   CHECK(created.pid() == 4002);
 }
 
+TEST_CASE(
+    "tier Create: a bad io.libshim.output.* annotation is InvalidArgument naming it, "
+    "before the runtime is asked",
+    "[tier][output-buffer]") {
+  Tier tier;
+  const std::string spec =
+      R"({"ociVersion":"1.0.2","annotations":{"io.libshim.output.overflow":"later"}})";
+  CHECK(outcome(tier.create("c1", spec)) ==
+        "InvalidArgument: annotation io.libshim.output.overflow: \"later\" is not block or drop");
+  CHECK(count_of(tier.script.recorded(), "create") == 0);
+  CHECK(tier.publisher.topics().empty());
+  const std::string good =
+      R"({"ociVersion":"1.0.2","annotations":{"io.libshim.output.overflow":"drop",)"
+      R"("io.libshim.output.buffer-bytes":"64Ki","io.libshim.output.spill-bytes":"0"}})";
+  CHECK(outcome(tier.create("c2", good)) == "OK");
+}
+
 TEST_CASE("tier Create: the response and TaskCreate carry the init's pid, bundle and stdio",
           "[tier]") {
   Tier tier;
