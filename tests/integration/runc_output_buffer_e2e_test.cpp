@@ -235,7 +235,7 @@ void check_complete(const std::vector<std::string>& lines, long written) {
 TEST_CASE(
     "output: the container writes on while containerd is away; the reader after the "
     "restart gets every line in order, once",
-    "[output-buffer][fault][runc-e2e]") {
+    "[output-buffer][fault][runc-e2e][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   RuncE2e s;
   Run run = run_scenario(s, "obuf-block", {"io.libshim.output.buffer-bytes=64Ki"}, false);
@@ -255,7 +255,7 @@ TEST_CASE(
 TEST_CASE(
     "output: block at a small bound stalls the writer while containerd is away and "
     "loses nothing",
-    "[output-buffer][fault][runc-e2e]") {
+    "[output-buffer][fault][runc-e2e][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   RuncE2e s;
   Run run = run_scenario(s, "obuf-stall",
@@ -274,7 +274,7 @@ TEST_CASE(
 TEST_CASE(
     "output: drop at a small bound never stalls the writer; delivered lines are in "
     "order, once, and the shim counts what it dropped",
-    "[output-buffer][fault][runc-e2e]") {
+    "[output-buffer][fault][runc-e2e][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   RuncE2e s;
   Run run = run_scenario(s, "obuf-drop",
