@@ -27,6 +27,10 @@ constexpr int kStepsPerTurn = 64;
 // splice() said "would block" but poll() saw both ends ready this many times in a row:
 // stop trusting splice for this pair and use read/write, whose waits are unambiguous.
 constexpr int kMaxFruitlessProbes = 8;
+// A buffered copy's target that takes nothing for this long is treated as a reader away:
+// short enough that a container never notices (a writer of 1 MiB/s fills its 64 KiB pipe in
+// 60 ms), long enough that a reader that keeps up is never buffered.
+constexpr std::chrono::milliseconds kBufferAfter{10};
 
 }  // namespace
 
@@ -65,7 +69,8 @@ StreamCopier::StreamCopier(boost::asio::any_io_executor executor, std::string na
       method_(method),
       done_(std::move(done)),
       source_(executor),
-      target_waiter_(executor) {}
+      target_waiter_(executor),
+      full_timer_(executor) {}
 
 shim::Status StreamCopier::attach(Fd source, CopyTarget target) {
   target_ = std::move(target.fd);
@@ -233,7 +238,10 @@ void StreamCopier::pump_buffered() {
       if (dropping_) end_episode();
       if (source_eof_) return finish({});
       Step step = method_ == CopyMethod::kSplice ? splice_once() : read_write_once();
-      if (step.kind == Step::kProgress) continue;
+      if (step.kind == Step::kProgress) {
+        reader_stalled_ = false;  // the target takes bytes: direct again until it stalls
+        continue;
+      }
       if (step.kind == Step::kEof) {
         source_eof_ = true;
         continue;
@@ -245,6 +253,7 @@ void StreamCopier::pump_buffered() {
         break;  // retry on the next turn
       }
       if (side == Side::kSource) return wait_both(true, false);
+      if (!reader_stalled_) return wait_target_or_grace();
       // The target is full. A read/write copy's chunk in hand is the oldest byte now.
       if (pending_begin_ < pending_end_) {
         shim::Status kept =
@@ -372,6 +381,24 @@ void StreamCopier::wait_both(bool source, bool target) {
   }
 }
 
+// The target is full and the buffer empty: the buffer takes over only once the target has
+// taken no byte for a whole kBufferAfter. The target's wait pumps as usual when the reader
+// takes bytes; the timer, when it fires, re-arms if bytes went out meanwhile.
+void StreamCopier::wait_target_or_grace() {
+  wait_both(false, true);
+  if (full_timer_armed_) return;
+  full_timer_armed_ = true;
+  full_timer_.expires_after(kBufferAfter);
+  full_timer_.async_wait(
+      [self = shared_from_this(), bytes = bytes_](const boost::system::error_code& ec) {
+        self->full_timer_armed_ = false;
+        if (ec || self->finished_ || !self->target_waiting_) return;
+        if (self->bytes_ != bytes) return self->wait_target_or_grace();  // reader alive
+        self->reader_stalled_ = true;
+        self->pump();
+      });
+}
+
 void StreamCopier::finish(shim::Status status) {
   if (finished_) return;
   finished_ = true;
@@ -387,6 +414,7 @@ void StreamCopier::release_fds() {
   source_.close(ignored);
   // The waiter only borrows the target fd: deregister it, then drop our share.
   if (target_waiter_.is_open()) target_waiter_.release();
+  full_timer_.cancel();
   target_.reset();
   keeper_.reset();
   buffer_.clear();

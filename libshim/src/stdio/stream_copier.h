@@ -8,10 +8,12 @@
 // once every writer (the process and any child still holding the pipe) is gone, so the
 // last bytes of a process that exits at once are never lost.
 //
-// Buffered copies (output FIFOs, CopyBuffering): when the target is full the copy goes on
-// reading the source into an OutputBuffer (memory, then a spill file) and writes that out
-// first, in order, once the target takes bytes again; only while the buffer is empty do
-// bytes go source -> target directly (splice). At the buffer's bound the overflow policy
+// Buffered copies (output FIFOs, CopyBuffering): once the target has taken nothing for
+// kBufferAfter (its reader is away, or stalled) the copy goes on reading the source into an
+// OutputBuffer (memory, then a spill file) and writes that out first, in order, once the
+// target takes bytes again; only while the buffer is empty do bytes go source -> target
+// directly (splice). A reader that keeps taking bytes, however slowly, paces the writer as a
+// pipe does: buffering it would cost two copies per byte for nothing the reader gains. At the buffer's bound the overflow policy
 // decides: kBlock stops reading the source (the writer blocks, nothing is lost), kDrop
 // reads and discards, counted, in episodes: one starts when a read is discarded and ends
 // when the buffer is back at half its bound (so a slow reader does not make an episode per
@@ -19,9 +21,11 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -107,6 +111,7 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
   void discarded(std::uint64_t n);
   void end_episode();
   void wait_both(bool source, bool target);
+  void wait_target_or_grace();
   Step splice_once();
   Step read_write_once();
   Side blocked_side();
@@ -136,6 +141,11 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
   bool source_eof_ = false;
   bool source_waiting_ = false;
   bool target_waiting_ = false;
+  // The target was seen full with the buffer empty: kBufferAfter runs on this timer, and
+  // once it fires the buffer takes the source's bytes until it is empty again.
+  boost::asio::steady_timer full_timer_;
+  bool full_timer_armed_ = false;
+  bool reader_stalled_ = false;
   bool dropping_ = false;
   std::uint64_t dropped_total_ = 0;
   std::uint64_t dropped_episode_ = 0;
