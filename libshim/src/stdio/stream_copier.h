@@ -13,19 +13,19 @@
 // OutputBuffer (memory, then a spill file) and writes that out first, in order, once the
 // target takes bytes again; only while the buffer is empty do bytes go source -> target
 // directly (splice). A reader that keeps taking bytes, however slowly, paces the writer as a
-// pipe does: buffering it would cost two copies per byte for nothing the reader gains. At the buffer's bound the overflow policy
-// decides: kBlock stops reading the source (the writer blocks, nothing is lost), kDrop
-// reads and discards, counted, in episodes: one starts when a read is discarded and ends
-// when the buffer is back at half its bound (so a slow reader does not make an episode per
-// pipe's worth), each reported through on_overflow.
+// pipe does: buffering it would cost two copies per byte for nothing the reader gains. At the
+// buffer's bound the overflow policy decides: kBlock stops reading the source (the writer blocks,
+// nothing is lost), kDrop reads and discards, counted, in episodes: one starts when a read is
+// discarded and ends when the buffer is back at half its bound (so a slow reader does not make an
+// episode per pipe's worth), each reported through on_overflow.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
-#include <cstddef>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>

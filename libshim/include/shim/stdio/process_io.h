@@ -109,7 +109,7 @@ enum class OutputOverflow {
 struct OutputBufferOptions {
   std::uint64_t memory_bytes = std::uint64_t{1} << 20;  // 1 MiB
   std::uint64_t spill_bytes = std::uint64_t{64} << 20;  // 64 MiB
-  OutputOverflow overflow = OutputOverflow::kBlock;
+  OutputOverflow overflow = OutputOverflow::kBlock;     // at the bound: block the writer or drop
   // Where the spill file is made (an unnamed O_TMPFILE, gone with its fd: nothing is left
   // behind, even by a killed shim). Empty: no spill file, memory only.
   std::string spill_dir;
