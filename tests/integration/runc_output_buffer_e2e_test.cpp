@@ -3,7 +3,8 @@
 // FIFO, read by a consumer we control (as containerd's CRI reads it); containerd is
 // killed (-9) and the consumer stops reading, for LIBSHIM_OUTPUT_AWAY_SECONDS (default
 // 3; 60 by hand) or until the container wrote 30,000 more lines; then containerd comes
-// back and a new reader opens the FIFO (as CRI and `ctr task attach` do after a restart).
+// back and a new reader opens the FIFO (as CRI does after a restart), or `ctr task attach`
+// itself is that reader.
 //   - default policy (block) with a 64 KiB memory tier and the 64 MiB spill file: the
 //     container kept writing while nobody read (without the buffer it blocks after the
 //     pipe and the FIFO, ~128 KiB, i.e. ~12,000 lines), and the two readers together got
@@ -11,6 +12,7 @@
 //   - block with a 64 KiB bound and no spill: the writer stalls, nothing is lost;
 //   - drop with a 64 KiB bound and no spill: the writer never stalls; what was delivered
 //     is in order, once, and delivered + dropped (the shim's log line) = written.
+//   - the same, default policy, with `ctr task attach` as the reader after the restart.
 // Prints "LIBSHIM-OUTPUT: ..." lines with the figures.
 #include <fcntl.h>
 #include <poll.h>
@@ -23,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -34,6 +37,8 @@
 
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
 
 namespace shim::test {
 namespace {
@@ -155,10 +160,42 @@ struct Run {
   std::string log;         // containerd's log (the shim's lines)
 };
 
+enum class Reader { kFifo, kCtrAttach };
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// After the restart, `ctr task attach <id>` reads the FIFOs to the task's exit: returns
+// its stdout. It is seen reading (its output grows) before the writer is told to stop.
+std::string read_through_attach(RuncE2e& s, const std::string& id) {
+  TempDir dir("attach-");
+  const std::string out = dir.path() + "/stdout";
+  ChildProcess attach(
+      {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n", s.fx.ns(), "task", "attach", id},
+      {.stdout_path = out, .stderr_path = dir.path() + "/stderr"});
+  auto size = [&] {
+    std::error_code ec;
+    auto n = std::filesystem::file_size(out, ec);
+    return ec ? 0 : n;
+  };
+  REQUIRE(wait_until([&] { return size() > 0; }, 20s));
+  std::this_thread::sleep_for(500ms);
+  std::ofstream(s.rootfs + "/tmp/stop") << "stop";
+  std::optional<int> status = attach.wait_for(60s);
+  INFO("ctr task attach stderr: " << read_text(dir.path() + "/stderr"));
+  REQUIRE(status.has_value());
+  CHECK(*status == 0);
+  return read_text(out);
+}
+
 // The scenario of the file comment; `stalls`: wait for the writer to stall while
 // containerd is away instead of for it to write 30,000 lines.
 Run run_scenario(RuncE2e& s, const std::string& id, const std::vector<std::string>& annotations,
-                 bool stalls) {
+                 bool stalls, Reader reader = Reader::kFifo) {
   std::vector<std::string> flags = {"-d"};
   for (const auto& a : annotations) flags.insert(flags.end(), {"--annotation", a});
   s.fx.ctr_ok(s.run(flags, id, {"/bin/sh", "-c", kWriter}));
@@ -206,13 +243,26 @@ Run run_scenario(RuncE2e& s, const std::string& id, const std::vector<std::strin
 
   s.fx.start();
   CHECK(s.task_status(id) == "RUNNING");  // containerd found the task again
-  FifoConsumer second(fifo);              // the reader after the restart
-  REQUIRE(wait_until([&] { return second.size() > 0; }, 20s));
-  std::this_thread::sleep_for(500ms);
-  std::ofstream(s.rootfs + "/tmp/stop") << "stop";
-  REQUIRE(second.wait_eof(60s));
-  run.second = second.stop();
-  REQUIRE(s.wait_status(id, "STOPPED", 20s));
+  if (reader == Reader::kCtrAttach) {
+    run.second = read_through_attach(s, id);
+  } else {
+    FifoConsumer second(fifo);  // the reader after the restart
+    REQUIRE(wait_until([&] { return second.size() > 0; }, 20s));
+    std::this_thread::sleep_for(500ms);
+    std::ofstream(s.rootfs + "/tmp/stop") << "stop";
+    REQUIRE(second.wait_eof(60s));
+    run.second = second.stop();
+  }
+  // `ctr task attach` deletes the task once it has exited; the FIFO reader leaves it STOPPED.
+  bool stopped = reader == Reader::kCtrAttach
+                     ? wait_until([&] { return s.task_status(id).empty(); }, 20s)
+                     : s.wait_status(id, "STOPPED", 20s);
+  INFO("second reader: " << run.second.size() << " bytes, ending \""
+                         << run.second.substr(run.second.size() -
+                                              std::min<std::size_t>(run.second.size(), 40))
+                         << "\"; tasks: " << s.fx.ctr({"task", "ls"}).out << "\n"
+                         << s.fx.log_tail(20));
+  REQUIRE(stopped);
   run.lines_written = progress(s);
   std::ifstream log(s.fx.log_path());
   std::stringstream text;
@@ -250,6 +300,23 @@ TEST_CASE(
   CHECK(away_lines >= 30'000);
   check_complete(lines_of(run.first + run.second), run.lines_written);
   CHECK(run.log.find("dropping output") == std::string::npos);
+}
+
+TEST_CASE(
+    "output: `ctr task attach` after the restart gets every line written while containerd "
+    "was away, in order, once",
+    "[output-buffer][fault][runc-e2e][multi-version]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  RuncE2e s;
+  Run run = run_scenario(s, "obuf-attach", {}, false, Reader::kCtrAttach);
+  const long away_lines = run.progress_before_return - run.progress_when_gone;
+  WARN(fmt::format(
+      "LIBSHIM-OUTPUT: attach containerd={} away_s={} lines_while_away={} lines_total={} "
+      "first_reader_bytes={} attach_bytes={}",
+      s.fx.version().text, away_time().count(), away_lines, run.lines_written, run.first.size(),
+      run.second.size()));
+  CHECK(away_lines >= 30'000);
+  check_complete(lines_of(run.first + run.second), run.lines_written);
 }
 
 TEST_CASE(
