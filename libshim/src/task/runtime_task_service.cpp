@@ -28,6 +28,18 @@ std::string process_details(const std::string& exec_id) {
 // client (ProcessIO::wait_settled), and after how long without progress it stops waiting.
 constexpr std::chrono::milliseconds kExitOutputTimeout{2000};
 constexpr std::chrono::milliseconds kExitOutputStall{100};
+// Output still held in the output buffer at the exit (containerd has just come back and
+// drains a backlog) adds time at this pace, which any live reader beats (CRI takes ~13 MB/s
+// on 2 cores): CRI stops reading a container's FIFOs once it learns of the exit
+// (handleContainerExit), so what the buffer holds then would never reach the log. A reader
+// that stops still ends the wait after kExitOutputStall.
+constexpr std::uint64_t kBacklogBytesPerSecond = std::uint64_t{1} << 20;
+
+std::chrono::milliseconds exit_output_timeout(const ProcessIO& io) {
+  const std::uint64_t backlog =
+      io.buffered_bytes(StdioStream::kStdout) + io.buffered_bytes(StdioStream::kStderr);
+  return kExitOutputTimeout + std::chrono::milliseconds(backlog * 1000 / kBacklogBytesPerSecond);
+}
 
 task::WaitResponse wait_response(const ProcessExit& exit) {
   task::WaitResponse response;
@@ -104,7 +116,7 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
     if (--*waiting == 0) events_.resume_exit(token);
   };
   if (process->io) {
-    process->io->wait_settled(kExitOutputTimeout, kExitOutputStall,
+    process->io->wait_settled(exit_output_timeout(*process->io), kExitOutputStall,
                               [part_done](bool) { part_done(); });
   }
   if (kill_rest) kill_rest_of(*container, part_done);
