@@ -28,6 +28,7 @@
 
 #include "cri_env.h"
 #include "cri_pod.h"
+#include "support/wait_until.h"
 
 namespace shim::test::cri {
 namespace {
@@ -91,15 +92,6 @@ Writer start_writer(CriEnv& env, Side side) {
 
 void touch(const std::string& path) { std::ofstream(path).put('\n'); }
 
-bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
-}
-
 // Samples every writer's progress while containerd is away; the longest time each went
 // without a new count is its stall.
 void watch_progress(std::vector<Writer>& writers, std::chrono::seconds away) {
@@ -162,7 +154,8 @@ TEST_CASE(
   for (Writer& w : writers) touch(w.out + "/pause");
   for (Writer& w : writers) {
     INFO(side_name(w.side));
-    REQUIRE(wait_for([&] { return (w.paused_at = read_count(w.out + "/paused")) >= 0; }, 30s));
+    REQUIRE(shim::test::wait_until(
+        [&] { return (w.paused_at = read_count(w.out + "/paused")) >= 0; }, 30s));
     if (w.paused_at > 0) wait_log_contains(log_path(w.pod, w.config), line(w.paused_at - 1), 30s);
   }
 

@@ -33,6 +33,7 @@
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
+#include "support/wait_until.h"
 
 namespace shim::test {
 namespace {
@@ -82,15 +83,6 @@ bool all_threads_stopped(pid_t pid) {
     if (state != 'T' && state != 't') return false;
   }
   return !ec;
-}
-
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
 }
 
 // Pids whose command line contains `needle` (the execs waiting for their go-file).

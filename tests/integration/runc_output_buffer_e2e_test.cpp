@@ -39,6 +39,7 @@
 #include "support/runc_e2e.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
+#include "support/wait_until.h"
 
 namespace shim::test {
 namespace {
@@ -53,15 +54,6 @@ constexpr const char* kWriter =
     "while [ ! -e /tmp/stop ]; do echo line-$i; i=$((i+1)); "
     "[ $((i % 100)) -eq 0 ] && echo $i > /tmp/progress; done; "
     "echo $i > /tmp/progress; echo END";
-
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
-}
 
 std::chrono::seconds away_time() {
   const char* text = std::getenv("LIBSHIM_OUTPUT_AWAY_SECONDS");

@@ -37,9 +37,11 @@ Fd make_spill_file(const std::string& dir, std::string* error) {
   return fd;
 }
 
-bool pwrite_all(int fd, const char* data, std::size_t size, off_t offset) {
+// pread/pwrite of all `size` bytes at `offset`, through short transfers and EINTR.
+template <class Byte, class Transfer>
+bool transfer_all(Transfer transfer, int fd, Byte* data, std::size_t size, off_t offset) {
   while (size > 0) {
-    ssize_t n = ::pwrite(fd, data, size, offset);
+    ssize_t n = transfer(fd, data, size, offset);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     data += n;
@@ -49,16 +51,12 @@ bool pwrite_all(int fd, const char* data, std::size_t size, off_t offset) {
   return true;
 }
 
+bool pwrite_all(int fd, const char* data, std::size_t size, off_t offset) {
+  return transfer_all(::pwrite, fd, data, size, offset);
+}
+
 bool pread_all(int fd, char* data, std::size_t size, off_t offset) {
-  while (size > 0) {
-    ssize_t n = ::pread(fd, data, size, offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-    offset += n;
-  }
-  return true;
+  return transfer_all(::pread, fd, data, size, offset);
 }
 
 }  // namespace
