@@ -1,13 +1,14 @@
 # shellcheck shell=bash
-# Sourced by fetch-containerd.sh and fetch-criu.sh: a private apt configuration under
-# <cache>/apt that reads Debian trixie's and sid's package lists without touching the
-# system's apt sources, preferences, lists, caches or dpkg status (everything apt sees is
-# inside <cache>/apt; release files are checked against Debian's archive keyring).
+# Sourced by fetch-containerd.sh, fetch-criu.sh and fetch-wasmedge.sh: a private apt
+# configuration under <cache>/apt that reads Debian trixie's and sid's package lists without
+# touching the system's apt sources, preferences, lists, caches or dpkg status (everything
+# apt sees is inside <cache>/apt; release files are checked against Debian's archive
+# keyring).
 #
 # <cache> is $LIBSHIM_CACHE, else $HOME/.cache/libshim (CMake's LIBSHIM_CONTAINERD_CACHE
 # has the same default). The mirror is the one the system uses for its own release
 # (override: $LIBSHIM_DEBIAN_MIRROR). Callers hold <cache>/.fetch.lock (lock_cache) while
-# they use apt_dir, since both scripts share it.
+# they use apt_dir, since the scripts share it.
 
 cache="${LIBSHIM_CACHE:-${HOME:-/root}/.cache/libshim}"
 apt_dir="$cache/apt"
@@ -128,6 +129,34 @@ find_version() {
   apt-cache -c "$apt_dir/apt.conf" madison "$package" 2>/dev/null |
     awk -F'|' -v suite=" $suite/" '{ gsub(/ /, "", $2) } index($3, suite) { print $2 }' |
     grep -E "$pattern" | head -n1
+}
+
+# Downloads <spec>... (apt-get install's package=version) from <suite> with their whole
+# Depends closure, without Recommends, and unpacks every .deb into <dest> (dpkg-deb -x: no
+# maintainer scripts run). The private dpkg status is empty, so the closure goes all the
+# way down to libc6, each package from <suite> where it has one (-t). The downloads go to
+# <apt_dir>/debs/<name>, removed again on success. Prints a one-line reason and returns 1
+# on failure.
+fetch_closure() {
+  local name="$1" suite="$2" dest="$3"
+  shift 3
+  local dl="$apt_dir/debs/$name" deb
+  rm -rf "$dl"
+  mkdir -p "$dl/partial" "$dest"
+  if ! apt-get -c "$apt_dir/apt.conf" -q -y --download-only --no-install-recommends \
+      -o Dir::Cache::Archives="$dl" -t "$suite" install "$@" \
+      >"$apt_dir/log/last.log" 2>&1; then
+    echo "apt-get download of $* and its dependencies failed: $(apt_reason)"
+    return 1
+  fi
+  for deb in "$dl"/*.deb; do
+    [[ -f $deb ]] || { echo "apt-get downloaded no .deb for $*"; return 1; }
+    if ! dpkg-deb -x "$deb" "$dest" 2>"$apt_dir/log/last.log"; then
+      echo "dpkg-deb -x $(basename "$deb") failed: $(tail -n1 "$apt_dir/log/last.log")"
+      return 1
+    fi
+  done
+  rm -rf "$dl"
 }
 
 # Creates <cache> and takes its lock (fd 9) so that one fetch runs at a time (several

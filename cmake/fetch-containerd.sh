@@ -7,7 +7,7 @@
 #   <cache>/apt/   private apt configuration, lists and downloads
 #
 # <cache> is $LIBSHIM_CACHE, else $HOME/.cache/libshim. The private apt configuration
-# (cmake/debian-private-apt.sh, shared with fetch-criu.sh) only reads the system's apt
+# (cmake/debian-private-apt.sh, shared with fetch-criu.sh and fetch-wasmedge.sh) only reads the system's apt
 # configuration and state, never changes them.
 #
 # Idempotent and quiet: a version already unpacked (and able to run) is left alone. A

@@ -24,7 +24,7 @@ set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=cmake/debian-private-apt.sh
-. "$here/debian-private-apt.sh"  # cache, apt_dir, keyring, prepare_private_apt, ...
+. "$here/debian-private-apt.sh"  # cache, apt_dir, prepare_private_apt, fetch_closure, ...
 
 # suite  version (regex on Debian's version string), in order of preference: trixie is a
 # stable release (its version stays); sid only if trixie's is gone.
@@ -54,24 +54,12 @@ check_line() {
 # Prints a one-line reason and returns 1 on failure.
 install_version() {
   local suite="$1" version="$2"
-  local dl="$apt_dir/debs/criu" stage="$root.new"
-  rm -rf "$dl" "$stage"
-  mkdir -p "$dl/partial" "$stage/root" "$stage/bin"
-  # The private dpkg status is empty, so this downloads criu's whole Depends closure
-  # (libc6 included) from <suite>, without Recommends (iproute2, python3-pycriu).
-  if ! apt-get -c "$apt_dir/apt.conf" -q -y --download-only --no-install-recommends \
-      -o Dir::Cache::Archives="$dl" -t "$suite" install "criu=$version" \
-      >"$apt_dir/log/last.log" 2>&1; then
-    echo "apt-get download of criu=$version and its dependencies failed: $(apt_reason)"
-    return 1
-  fi
-  local deb
-  for deb in "$dl"/*.deb; do
-    if ! dpkg-deb -x "$deb" "$stage/root" 2>"$apt_dir/log/last.log"; then
-      echo "dpkg-deb -x $(basename "$deb") failed: $(tail -n1 "$apt_dir/log/last.log")"
-      return 1
-    fi
-  done
+  local stage="$root.new"
+  rm -rf "$stage"
+  mkdir -p "$stage/root" "$stage/bin"
+  # criu's whole Depends closure (libc6 included) from <suite>, without Recommends
+  # (iproute2, python3-pycriu).
+  fetch_closure criu "$suite" "$stage/root" "criu=$version" || return 1
   local criu="$stage/root/usr/sbin/criu" interp loader libdir out
   [[ -x $criu ]] || { echo "criu $version has no usr/sbin/criu"; return 1; }
   # The loader criu was linked for (/lib64/ld-linux-x86-64.so.2), found in trixie's
@@ -89,7 +77,7 @@ install_version() {
     return 1
   fi
   echo "$version $suite" >"$stage/.deb-version"
-  rm -rf "$root" "$dl"
+  rm -rf "$root"
   mv "$stage" "$root"
   if ! out="$("$root/bin/criu" --version 2>&1)"; then
     rm -rf "$root"

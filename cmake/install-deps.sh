@@ -15,6 +15,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc containernetworking-plugins  # CRI tests and benchmark (tests/cri)
   debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it
   doxygen python3 lintian file  # docs checks (docs/CMakeLists.txt), .debs (tests/packaging/run.sh)
+  wasi-libc lld-14 libclang-rt-14-dev-wasm32  # the Wasm tests' modules (cmake/WasiModules.cmake)
 )
 
 missing=()

@@ -38,12 +38,13 @@ std::string runtime_toml(const std::string& prefix, const HandlerSpec& handler,
                          const std::string& runc_root) {
   std::string toml = fmt::format(
       "\n[{}.containerd.runtimes.{}]\n"
-      "  runtime_type = \"io.containerd.runc.v2\"\n",
-      prefix, handler.name);
+      "  runtime_type = \"{}\"\n",
+      prefix, handler.name, handler.runtime_type);
   if (!handler.sandboxer.empty()) toml += fmt::format("  sandboxer = \"{}\"\n", handler.sandboxer);
   if (!handler.runtime_path.empty()) {
     toml += fmt::format("  runtime_path = \"{}\"\n", handler.runtime_path);
   }
+  if (handler.runtime_type != "io.containerd.runc.v2") return toml;
   toml += fmt::format("[{}.containerd.runtimes.{}.options]\n  Root = \"{}\"\n", prefix,
                       handler.name, runc_root);
   return toml;

@@ -34,6 +34,8 @@ struct HandlerSpec {
   std::string name;
   std::string runtime_path;  // empty: containerd's PATH lookup
   std::string sandboxer;     // 2.x: "shim" for a shim-mode handler; empty: podsandbox
+  // Any other type gets no runc options table (CRI would decode it as runtimeoptions).
+  std::string runtime_type = "io.containerd.runc.v2";
 };
 
 class CriDaemon {

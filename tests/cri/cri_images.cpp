@@ -104,6 +104,24 @@ ImageTarballs build_image_tarballs(const std::string& work_dir) {
   return tarballs;
 }
 
+std::string build_wasm_image_tarball(const std::string& work_dir) {
+  const fs::path work(work_dir);
+  const fs::path root = work / "wasm-rootfs";
+  make_busybox_rootfs(root.string());
+  std::size_t modules = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(LIBSHIM_CRI_WASM_MODULE_DIR, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().extension() != ".wasm") continue;
+    fs::copy_file(it->path(), root / it->path().filename(), fs::copy_options::overwrite_existing);
+    ++modules;
+  }
+  require(modules > 0, fmt::format("finding WASI modules in {}", LIBSHIM_CRI_WASM_MODULE_DIR));
+  write_file(root / "etc/message", "a file in the rootfs\n");
+  return write_layout_tarball(work, "wasm", root, kWasmImage,
+                              R"({"Env":["PATH=/bin"],"Entrypoint":["/hello.wasm"]})");
+}
+
 CommandResult ctr_k8s(const PrivateContainerd& fx, const std::vector<std::string>& args,
                       std::chrono::milliseconds timeout) {
   std::vector<std::string> argv = {fx.ctr_bin(), "--address", fx.grpc_address(), "-n",
@@ -113,7 +131,8 @@ CommandResult ctr_k8s(const PrivateContainerd& fx, const std::vector<std::string
 }
 
 void import_images(const PrivateContainerd& fx, const ImageTarballs& tarballs) {
-  for (const auto& tarball : {tarballs.pause, tarballs.busybox}) {
+  for (const auto& tarball : {tarballs.pause, tarballs.busybox, tarballs.wasm}) {
+    if (tarball.empty()) continue;
     CommandResult result = ctr_k8s(fx, {"images", "import", tarball});
     if (!result.ok()) {
       throw std::runtime_error(fmt::format("ctr -n k8s.io images import {}: {}\nlog tail:\n{}",

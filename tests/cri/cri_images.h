@@ -15,16 +15,24 @@ inline constexpr const char* kCriNamespace = "k8s.io";
 inline constexpr const char* kPauseImage = "libshim.test/pause:3.10";
 inline constexpr const char* kBusyboxImage = "libshim.test/cri-busybox:1";
 
+inline constexpr const char* kWasmImage = "libshim.test/wasm:1";
+
 struct ImageTarballs {
   std::string pause;
   std::string busybox;
+  std::string wasm;  // build_wasm_image_tarball()'s, or empty (then not imported)
 };
 
 // Writes both tarballs under `work_dir` (created). Throws std::runtime_error naming the
 // step that failed (busybox-static or the static programs missing, tar, sha256sum).
 ImageTarballs build_image_tarballs(const std::string& work_dir);
 
-// `ctr -n k8s.io images import` of both (throws with ctr's output on failure).
+// The Wasm image (kWasmImage): the busybox image's rootfs plus every module of the
+// tests' WASI modules dir (tests/wasm/modules, built) at /, and /etc/message; entrypoint
+// /hello.wasm. Throws as build_image_tarballs().
+std::string build_wasm_image_tarball(const std::string& work_dir);
+
+// `ctr -n k8s.io images import` of each non-empty one (throws with ctr's output on failure).
 void import_images(const PrivateContainerd& fx, const ImageTarballs& tarballs);
 
 // `ctr --address <fx> -n k8s.io args...`.

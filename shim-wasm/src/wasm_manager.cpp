@@ -1,0 +1,60 @@
+#include "wasm_manager.h"
+
+#include <fmt/format.h>
+
+#include "engine.h"
+#include "shim/process/run_command.h"
+#include "wasm_runtime.h"
+
+namespace shim_wasm {
+namespace {
+
+// `wasmedge --version`'s first line ("wasmedge version 0.17.1" -> "wasmedge 0.17.1").
+std::string engine_version(const shim::ActionContext& context, const Engine& engine) {
+  shim::SpawnRequest request;
+  request.argv = engine.host_command({"--version"});
+  request.path = request.argv.front();
+  shim::CaptureResult result;
+  shim::CaptureOptions options;
+  options.err = shim::OutputRoute::kSameAsStdout;
+  options.timeout = std::chrono::seconds(10);
+  shim::Status s =
+      shim::run_and_capture(context.reaper, context.spawner, request, options, &result);
+  if (!s.ok()) return fmt::format("unknown ({})", s.message());
+  std::string line = result.out.substr(0, result.out.find('\n'));
+  if (result.exit.status != 0) return fmt::format("unknown (--version: {})", line);
+  if (auto at = line.find(" version "); at != std::string::npos) {
+    return line.substr(0, at) + " " + line.substr(at + 9);
+  }
+  return line;
+}
+
+}  // namespace
+
+shim::Status WasmManager::info(const shim::ActionContext& context,
+                               const std::optional<shim::pb::Any>& options,
+                               containerd::types::RuntimeInfo* info) const {
+  if (shim::Status s = CliManager::info(context, options, info); !s.ok()) return s;
+  Engine engine;
+  std::string root = engine_root(build_engine_root_);
+  shim::Status found = find_engine(root, &engine);
+  auto& annotations = *info->mutable_annotations();
+  annotations[kEngineRootAnnotation] = root;
+  annotations[kEngineAnnotation] =
+      found.ok() ? engine_version(context, engine) : fmt::format("none ({})", found.message());
+  return {};
+}
+
+std::unique_ptr<shim::Runtime> WasmManager::create_runtime(shim::ServiceContext& context) {
+  Engine engine;
+  std::string root = engine_root(build_engine_root_);
+  shim::Status found = find_engine(root, &engine);
+  if (found.ok()) {
+    context.logger.info("wasm engine", {{"root", root}, {"loader", engine.loader}});
+  } else {
+    context.logger.warn("wasm engine not usable", {{"error", found.message()}});
+  }
+  return std::make_unique<WasmRuntime>(context, std::move(engine), std::move(found));
+}
+
+}  // namespace shim_wasm

@@ -1,0 +1,234 @@
+// containerd-shim-wasm-v1 end to end, under containerd 1.6, 1.7 and 2.1 ([multi-version]):
+// WASI modules built from tests/wasm/modules/*.c run as containers through `ctr run` with
+// the real shim, runc and WasmEdge. Each case starts its own containerd; few cases on
+// purpose. They skip when the engine is not there (cmake/fetch-wasmedge.sh) or the
+// modules could not be built (cmake/WasiModules.cmake).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include "engine.h"
+#include "shim/fs.h"
+#include "support/containerd_fixture.h"
+#include "support/runc_e2e.h"
+
+namespace shim::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kShim = shim_build_dir() + "/shim-wasm/containerd-shim-wasm-v1";
+const std::string kModules = LIBSHIM_WASM_MODULE_DIR;
+
+// Why the Wasm cases cannot run here, or nullopt.
+std::optional<std::string> wasm_unavailable() {
+  shim_wasm::Engine engine;
+  std::string root = shim_wasm::engine_root(LIBSHIM_WASMEDGE_ROOT);
+  if (auto s = shim_wasm::find_engine(root, &engine); !s.ok()) return s.message();
+  if (!fs::exists(kModules + "/hello.wasm")) {
+    return fmt::format("no WASI modules in {} (clang cannot build wasm32-wasi here)", kModules);
+  }
+  if (!fs::exists(kShim)) return fmt::format("{} is not built", kShim);
+  return std::nullopt;
+}
+
+#define SKIP_WITHOUT_WASM()                                                \
+  do {                                                                     \
+    LIBSHIM_SKIP_WITHOUT_CONTAINERD();                                     \
+    if (auto unavailable = wasm_unavailable()) LIBSHIM_SKIP(*unavailable); \
+  } while (false)
+
+// A private containerd and a rootfs holding the test modules, busybox (for native
+// entrypoints and execs) and a file for the module to read.
+struct WasmSetup {
+  PrivateContainerd fx;
+  std::string rootfs = fx.dir() + "/rootfs";
+
+  WasmSetup() {
+    make_busybox_rootfs(rootfs);
+    for (const auto& entry : fs::directory_iterator(kModules)) {
+      if (entry.path().extension() == ".wasm") {
+        fs::copy_file(entry.path(), rootfs + "/" + entry.path().filename().string());
+      }
+    }
+    std::ofstream(rootfs + "/etc/message") << "a file in the rootfs\n";
+  }
+
+  // ctr run <flags> --runtime <shim> <fifo flags> --rootfs <rootfs> <id> <args>
+  std::vector<std::string> run(const std::vector<std::string>& flags, const std::string& id,
+                               const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{"run"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--runtime", fs::canonical(kShim).string()});
+    for (const auto& f : fx.run_flags(/*with_runc_root=*/false)) argv.push_back(f);
+    argv.insert(argv.end(), {"--rootfs", rootfs, id});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  std::vector<std::string> exec(const std::string& id, const std::string& exec_id,
+                                const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{"task", "exec"};
+    for (const auto& f : fx.run_flags(false)) argv.push_back(f);
+    argv.insert(argv.end(), {"--exec-id", exec_id, id});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  std::string task_status(const std::string& id) const {
+    auto ls = fx.ctr_ok({"task", "ls"});
+    std::istringstream lines(ls.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::string task, pid, status;
+      if (words >> task >> pid >> status && task == id) return status;
+    }
+    return "";
+  }
+  bool wait_status(const std::string& id, const std::string& status) const {
+    for (int i = 0; i < 100; ++i) {
+      if (task_status(id) == status) return true;
+      ::usleep(100'000);
+    }
+    return false;
+  }
+};
+
+TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, files",
+          "[wasm-e2e][multi-version]") {
+  SKIP_WITHOUT_WASM();
+  WasmSetup s;
+  auto events = s.fx.subscribe_events();
+
+  auto hello = s.fx.ctr(
+      s.run({"--rm", "--env", "GREETING=hi there"}, "hello", {"/hello.wasm", "3", "two words"}));
+  CHECK(hello.exit_code == 3);
+  CHECK(hello.out ==
+        "hello from wasm\nargv[0]=hello.wasm\nargv[1]=3\nargv[2]=two words\nGREETING=hi there\n");
+  CHECK(hello.err == "to stderr\n");
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"hello\""}, 10s));
+  CHECK(event_topics_for(*events, "hello") ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exit", "/tasks/delete"});
+
+  // stdin round trip and 16 MiB of stdout, byte-exact.
+  std::string input;
+  for (int i = 0; i < 20000; ++i) input += fmt::format("line {}\n", i);
+  auto cat = s.fx.ctr(s.run({"--rm"}, "cat", {"/cat.wasm"}), 60s, input);
+  CHECK(cat.exit_code == 0);
+  CHECK(cat.out == input);
+  auto big = s.fx.ctr(s.run({"--rm"}, "big", {"/big-output.wasm", "16"}), 120s);
+  REQUIRE(big.exit_code == 0);
+  REQUIRE(big.out.size() == 16u << 20);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < big.out.size(); ++i) {
+    if (static_cast<unsigned char>(big.out[i]) != (i * 7 + i / 4096) % 251) ++bad;
+  }
+  CHECK(bad == 0);
+
+  // The rootfs is the module's "/": its files are readable, the host's are not.
+  std::string host_file = s.fx.dir() + "/host-only";
+  std::ofstream(host_file) << "secret\n";
+  auto inside = s.fx.ctr(s.run({"--rm"}, "read-in", {"/read-file.wasm", "/etc/message"}));
+  CHECK(inside.exit_code == 0);
+  CHECK(inside.out == "a file in the rootfs\n");
+  auto outside = s.fx.ctr(s.run({"--rm"}, "read-out", {"/read-file.wasm", host_file}));
+  CHECK(outside.exit_code == 1);
+  CHECK(outside.out == fmt::format("cannot open {}: No such file or directory\n", host_file));
+
+  // A trap ends the module as WasmEdge's CLI does: SIGABRT's status, and the engine's
+  // report of the trap (WasmEdge logs to stdout).
+  auto trap = s.fx.ctr(s.run({"--rm"}, "trap", {"/trap.wasm"}));
+  CHECK(trap.exit_code == 134);
+  CHECK(trap.out.starts_with("about to trap\n"));
+  CHECK(trap.out.find("execution failed: unreachable") != std::string::npos);
+}
+
+TEST_CASE("wasm: exec, pause and resume, metrics, SIGKILL, containerd restart, native containers",
+          "[wasm-e2e][multi-version]") {
+  SKIP_WITHOUT_WASM();
+  WasmSetup s;
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/spin.wasm"})).ok());
+  REQUIRE(s.wait_status("spin", "RUNNING"));
+
+  auto module_exec = s.fx.ctr(s.exec("spin", "e1", {"/hello.wasm", "7"}));
+  CHECK(module_exec.exit_code == 7);
+  CHECK(module_exec.out.starts_with("hello from wasm\nargv[0]=hello.wasm\nargv[1]=7\n"));
+  // A native exec sees the container's rootfs as a shell expects it.
+  auto native_exec = s.fx.ctr(s.exec("spin", "e2", {"/bin/cat", "/etc/message"}));
+  CHECK(native_exec.exit_code == 0);
+  CHECK(native_exec.out == "a file in the rootfs\n");
+
+  REQUIRE(s.fx.ctr_ok({"task", "pause", "spin"}).ok());
+  CHECK(s.task_status("spin") == "PAUSED");
+  REQUIRE(s.fx.ctr_ok({"task", "resume", "spin"}).ok());
+  CHECK(s.task_status("spin") == "RUNNING");
+  auto metrics = s.fx.ctr_ok({"task", "metrics", "spin"});
+  CHECK(metrics.out.find("memory.usage_in_bytes") != std::string::npos);
+  CHECK(metrics.out.find("pids.current") != std::string::npos);  // the engine's threads count
+
+  // Across a containerd restart the shim still serves the task.
+  s.fx.restart();
+  CHECK(s.task_status("spin") == "RUNNING");
+  auto events = s.fx.subscribe_events();
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "spin"}).ok());
+  auto exit = events->wait_for_line({"/tasks/exit", "\"spin\""}, 10s);
+  REQUIRE(exit);
+  CHECK(exit->find("\"exit_status\":137") != std::string::npos);
+  REQUIRE(s.wait_status("spin", "STOPPED"));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "spin"}).ok());
+
+  // A native entrypoint (a pause container's kind) runs as runc runs it.
+  auto native = s.fx.ctr(s.run({"--rm"}, "native", {"/bin/sh", "-c", "echo native; exit 5"}));
+  CHECK(native.exit_code == 5);
+  CHECK(native.out == "native\n");
+}
+
+TEST_CASE("wasm: bad modules fail Create with the reason, nothing left behind, and an OOM kill",
+          "[wasm-e2e][multi-version]") {
+  SKIP_WITHOUT_WASM();
+  WasmSetup s;
+  std::ofstream(s.rootfs + "/text.wasm") << "not a module\n";
+  struct Case {
+    std::string id, module, error;
+  };
+  for (const Case& c : {Case{"text", "/text.wasm",
+                             "wasm: /text.wasm is not a WebAssembly module (no \\0asm magic)"},
+                        Case{"missing", "/missing.wasm",
+                             "wasm: the module /missing.wasm is not in the container's rootfs"},
+                        Case{"import", "/host-import.wasm",
+                             "wasm: /host-import.wasm imports env.host_fn, which WASI does not "
+                             "provide"}}) {
+    INFO(c.id);
+    auto r = s.fx.ctr(s.run({}, c.id, {c.module}));
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(c.error) != std::string::npos);
+    CHECK(s.task_status(c.id).empty());
+    CHECK_FALSE(fs::exists(s.fx.bundle_dir(c.id)));
+    CHECK(s.fx.ctr_ok({"container", "rm", c.id}).ok());
+  }
+
+  if (::access("/sys/fs/cgroup/memory/memory.oom_control", F_OK) != 0 &&
+      ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0) {
+    WARN("no memory cgroup controller: the OOM part is skipped");
+    return;
+  }
+  auto events = s.fx.subscribe_events();
+  auto oom = s.fx.ctr(s.run({"--rm", "--memory-limit", std::to_string(96u << 20)}, "oom",
+                            {"/memory-hog.wasm", "512"}),
+                      60s);
+  CHECK(oom.exit_code == 137);
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"oom\""}, 10s));
+  CHECK(event_topics_for(*events, "oom") ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
+                                 "/tasks/delete"});
+}
+
+}  // namespace
+}  // namespace shim::test
