@@ -9,7 +9,7 @@
 namespace shim_wasm {
 namespace {
 
-// `wasmedge --version`'s first line ("wasmedge version 0.17.1" -> "wasmedge 0.17.1").
+// "wasmedge <version>" from `wasmedge --version`'s first line ("<argv0> version 0.17.1").
 std::string engine_version(const shim::ActionContext& context, const Engine& engine) {
   shim::SpawnRequest request;
   request.argv = engine.host_command({"--version"});
@@ -24,9 +24,9 @@ std::string engine_version(const shim::ActionContext& context, const Engine& eng
   std::string line = result.out.substr(0, result.out.find('\n'));
   if (result.exit.status != 0) return fmt::format("unknown (--version: {})", line);
   if (auto at = line.find(" version "); at != std::string::npos) {
-    return line.substr(0, at) + " " + line.substr(at + 9);
+    return "wasmedge " + line.substr(at + 9);
   }
-  return line;
+  return fmt::format("unknown (--version: {})", line);
 }
 
 }  // namespace

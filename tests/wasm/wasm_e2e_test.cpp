@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "shim/fs.h"
+#include "shim/pb/containerd/types.pb.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
 
@@ -228,6 +229,50 @@ TEST_CASE("wasm: bad modules fail Create with the reason, nothing left behind, a
   CHECK(event_topics_for(*events, "oom") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
                                  "/tasks/delete"});
+}
+
+TEST_CASE("wasm: -info names the engine; without one, modules fail at Create, native runs",
+          "[wasm-e2e]") {
+  SKIP_WITHOUT_WASM();
+  // -info as containerd 2.x runs it (no options on stdin).
+  CommandResult info = run_command({kShim, "-info"});
+  REQUIRE(info.exit_code == 0);
+  containerd::types::RuntimeInfo runtime_info;
+  REQUIRE(runtime_info.ParseFromString(info.out));
+  CHECK(runtime_info.name() == "io.containerd.wasm.v1");
+  CHECK(runtime_info.annotations().at("io.libshim.wasm.engine").starts_with("wasmedge 0."));
+  CHECK(runtime_info.annotations().at("io.libshim.wasm.engine-root") ==
+        shim_wasm::engine_root(LIBSHIM_WASMEDGE_ROOT));
+
+  // The shim inherits containerd's environment, and so its engine override.
+  const char* saved = ::getenv(shim_wasm::kEngineRootEnv);
+  std::string saved_value = saved ? saved : "";
+  ::setenv(shim_wasm::kEngineRootEnv, "/nonexistent-engine", 1);
+  struct Restore {
+    const char* saved;
+    std::string value;
+    ~Restore() {
+      if (saved) {
+        ::setenv(shim_wasm::kEngineRootEnv, value.c_str(), 1);
+      } else {
+        ::unsetenv(shim_wasm::kEngineRootEnv);
+      }
+    }
+  } restore{saved, saved_value};
+  CommandResult no_engine_info = run_command({kShim, "-info"});
+  REQUIRE(runtime_info.ParseFromString(no_engine_info.out));
+  CHECK(runtime_info.annotations().at("io.libshim.wasm.engine") ==
+        "none (the WasmEdge engine is not usable at /nonexistent-engine: no usr/bin/wasmedge (set "
+        "LIBSHIM_WASMEDGE_ROOT to the root whose usr/ holds it, or run cmake/fetch-wasmedge.sh))");
+
+  WasmSetup s;
+  auto module = s.fx.ctr(s.run({"--rm"}, "no-engine", {"/hello.wasm"}));
+  CHECK(module.exit_code != 0);
+  CHECK(module.err.find("wasm: the WasmEdge engine is not usable at /nonexistent-engine: no "
+                        "usr/bin/wasmedge") != std::string::npos);
+  auto native = s.fx.ctr(s.run({"--rm"}, "native", {"/bin/echo", "still runs"}));
+  CHECK(native.exit_code == 0);
+  CHECK(native.out == "still runs\n");
 }
 
 }  // namespace
