@@ -15,8 +15,13 @@ namespace shim::test {
 std::string criu_path_dir();
 
 // Why a real checkpoint cannot work here, in one line: the cached CRIU is missing (with
-// the script that fetches it) or `criu check` fails (its first error line). nullopt when
-// `criu check` passes. Checked once per test process.
+// the script that fetches it), `criu check` fails (its first error line), or a dump of a
+// plain process fails or hangs (the kernel, and where CRIU's log stops). nullopt when
+// both pass. Checked once per test process.
 std::optional<std::string> criu_unavailable();
+
+// Whether criu_unavailable() is a dump that hangs: a test that runs a checkpoint even
+// without a working CRIU (to compare the failures) cannot, it would hang as well.
+bool criu_dump_hangs();
 
 }  // namespace shim::test
