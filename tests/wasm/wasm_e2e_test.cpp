@@ -231,8 +231,9 @@ TEST_CASE("wasm: bad modules fail Create with the reason, nothing left behind, a
                                  "/tasks/delete"});
 }
 
-TEST_CASE("wasm: -info names the engine; without one, modules fail at Create, native runs",
-          "[wasm-e2e]") {
+TEST_CASE(
+    "wasm: -info names the engine, and without one a module fails at Create while native runs",
+    "[wasm-e2e]") {
   SKIP_WITHOUT_WASM();
   // -info as containerd 2.x runs it (no options on stdin).
   CommandResult info = run_command({kShim, "-info"});
