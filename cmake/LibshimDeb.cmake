@@ -6,6 +6,9 @@
 #                         /usr/bin/containerd-shim-runc-v2) is untouched; containerd is
 #                         pointed at it by path (docs/containerd-config.md)
 #   libshim-example-shim  /usr/libexec/libshim/containerd-shim-example-v1
+#   libshim-wasm-shim     /usr/libexec/libshim/containerd-shim-wasm-v1 (LIBSHIM_WASM), built
+#                         with -DLIBSHIM_WASMEDGE_ROOT=/: it runs the system's WasmEdge
+#                         (Debian's wasmedge package, trixie and later)
 # Build them from a tree configured with -DCMAKE_INSTALL_PREFIX=/usr (so GNUInstallDirs
 # picks the multiarch libdir) and Debian's flags, as tests/packaging/run.sh does:
 #   cpack --config <build>/CPackConfig.cmake -B <dir>
@@ -16,6 +19,9 @@ set(LIBSHIM_DEB_MAINTAINER "libshim maintainers <maintainers@users.noreply.a-see
 
 set(libshim_deb_packages runtime:libshim${LIBSHIM_SOVERSION} dev:libshim-dev runc_shim:libshim-runc-shim
                          example_shim:libshim-example-shim)
+if(TARGET containerd-shim-wasm-v1)
+  list(APPEND libshim_deb_packages wasm_shim:libshim-wasm-shim)
+endif()
 
 # --- CHANGELOG.md -> Debian changelog ----------------------------------------------------
 # "## <version> - <YYYY-MM-DD>" starts an entry; "- " bullets become "  * ", their
@@ -80,6 +86,9 @@ set(CPACK_PACKAGE_CONTACT "${LIBSHIM_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${LIBSHIM_DEB_MAINTAINER}")
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev runc_shim example_shim)
+if(TARGET containerd-shim-wasm-v1)
+  list(APPEND CPACK_COMPONENTS_ALL wasm_shim)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
@@ -141,5 +150,20 @@ container's OCI process itself, chrooted in new pid and mount namespaces.
 A demonstration of libshim, not a sandbox.
 .
 Installed as /usr/libexec/libshim/containerd-shim-example-v1.")
+
+set(CPACK_DEBIAN_WASM_SHIM_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_WASM_SHIM_PACKAGE_RECOMMENDS "containerd, runc, wasmedge")
+set(CPACK_COMPONENT_WASM_SHIM_DESCRIPTION "containerd shim for WebAssembly modules, built on libshim
+The runtime io.containerd.wasm.v1: a container whose entrypoint is a WASI
+module runs it in WasmEdge inside the namespaces and cgroup runc makes for it;
+any other entrypoint (a pod's pause container) runs through runc.
+.
+Installed as /usr/libexec/libshim/containerd-shim-wasm-v1; it runs the
+WasmEdge installed under / (Debian's wasmedge package) unless
+LIBSHIM_WASMEDGE_ROOT names another root. See
+/usr/share/doc/libshim-wasm-shim/wasm.md.")
+if(TARGET containerd-shim-wasm-v1 AND NOT LIBSHIM_WASMEDGE_ROOT STREQUAL "/")
+  message(STATUS "libshim: a Debian package of the Wasm shim wants -DLIBSHIM_WASMEDGE_ROOT=/")
+endif()
 
 include(CPack)

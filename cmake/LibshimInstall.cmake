@@ -6,7 +6,8 @@
 #                                    (Debian ships no libfmt.a)
 #   lib/cmake/libshim/               libshimConfig.cmake, version file, exported targets
 #   lib/pkgconfig/libshim.pc
-#   libexec/libshim/                 containerd-shim-runc-v2, containerd-shim-example-v1
+#   libexec/libshim/                 containerd-shim-runc-v2, containerd-shim-example-v1,
+#                                    containerd-shim-wasm-v1 (LIBSHIM_WASM)
 #   share/doc/<package>/             copyright, changelog, the containerd config snippets
 # Every path is relative to the prefix (GNUInstallDirs; the CMake package and libshim.pc
 # find the prefix from where they are), so an installed tree can be moved.
@@ -16,6 +17,7 @@
 #   dev           libshim-dev            headers, libshim.a, libshim.so, CMake package, .pc
 #   runc_shim     libshim-runc-shim      our containerd-shim-runc-v2
 #   example_shim  libshim-example-shim   containerd-shim-example-v1
+#   wasm_shim     libshim-wasm-shim      containerd-shim-wasm-v1 (built with LIBSHIM_WASM)
 include(CMakePackageConfigHelpers)
 
 set(LIBSHIM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/libshim)
@@ -70,7 +72,7 @@ install(FILES ${PROJECT_BINARY_DIR}/libshim.pc DESTINATION ${libshim_pc_dir} COM
 # Built dynamic (LIBSHIM_STATIC_SHIMS=OFF), the installed shims find libshim.so in the
 # prefix they were installed to: containerd starts shims with its own environment.
 file(RELATIVE_PATH libshim_shim_to_lib /${LIBSHIM_SHIM_DIR} /${CMAKE_INSTALL_LIBDIR})
-foreach(shim containerd-shim-runc-v2 containerd-shim-example-v1)
+foreach(shim containerd-shim-runc-v2 containerd-shim-example-v1 containerd-shim-wasm-v1)
   if(TARGET ${shim} AND NOT LIBSHIM_STATIC_LINK)
     set_target_properties(${shim} PROPERTIES INSTALL_RPATH "$ORIGIN/${libshim_shim_to_lib}")
   endif()
@@ -86,6 +88,12 @@ endif()
 if(TARGET containerd-shim-example-v1)
   install(TARGETS containerd-shim-example-v1 RUNTIME DESTINATION ${LIBSHIM_SHIM_DIR}
           COMPONENT example_shim)
+endif()
+
+if(TARGET containerd-shim-wasm-v1)
+  install(TARGETS containerd-shim-wasm-v1 RUNTIME DESTINATION ${LIBSHIM_SHIM_DIR} COMPONENT wasm_shim)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/wasm.md
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/libshim-wasm-shim COMPONENT wasm_shim)
 endif()
 
 include(LibshimDeb)

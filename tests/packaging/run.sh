@@ -26,7 +26,7 @@ cache=${LIBSHIM_CACHE:-${HOME:-/root}/.cache/libshim}
 work=${PKG_WORK:-$(mktemp -d /tmp/libshim-pkg.XXXXXX)}
 mkdir -p "$work"
 soversion=$(sed -n 's/^set(LIBSHIM_SOVERSION \([0-9]*\)).*/\1/p' "$repo/CMakeLists.txt")
-packages=(libshim-example-shim libshim-runc-shim libshim-dev "libshim$soversion")
+packages=(libshim-wasm-shim libshim-example-shim libshim-runc-shim libshim-dev "libshim$soversion")
 installed=0
 cleanup() {
   if [[ $installed == 1 ]]; then
@@ -70,7 +70,7 @@ grep -rl "$work/stage" "$prefix" && fail "the installed tree names the prefix it
 defined=$(nm -D --defined-only "$prefix/lib/libshim.so" | c++filt)
 grep -E 'google::protobuf::(internal::fixed_address_empty_string|MessageLite::SerializeAsString)' <<<"$defined" &&
   fail "libshim.so defines protobuf runtime symbols"
-for shim in containerd-shim-runc-v2 containerd-shim-example-v1; do
+for shim in containerd-shim-runc-v2 containerd-shim-example-v1 containerd-shim-wasm-v1; do
   [[ $(file "$prefix/libexec/libshim/$shim") == *'statically linked'* ]] || fail "$shim is not static"
 done
 
@@ -140,11 +140,11 @@ step "Debian packages (dpkg-buildflags, hardening=+all, prefix /usr)"
   cd "$work"
   export DEB_BUILD_MAINT_OPTIONS=hardening=+all
   eval "$(dpkg-buildflags --export=sh)"
-  lib_build "$work/deb" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr
+  lib_build "$work/deb" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr -DLIBSHIM_WASMEDGE_ROOT=/
 )
 cpack --config "$work/deb/CPackConfig.cmake" -B "$work/debs" >"$work/cpack.log" 2>&1 || { cat "$work/cpack.log"; fail cpack; }
 debs=("$work/debs"/libshim${soversion}_*.deb "$work/debs"/libshim-dev_*.deb "$work/debs"/libshim-runc-shim_*.deb
-      "$work/debs"/libshim-example-shim_*.deb)
+      "$work/debs"/libshim-example-shim_*.deb "$work/debs"/libshim-wasm-shim_*.deb)
 for deb in "${debs[@]}"; do [[ -f $deb ]] || fail "missing $deb"; done
 # Whole outputs in variables, then grep: `grep -q` in a pipe may end the writer early
 # (SIGPIPE), which pipefail would count as a failure.
@@ -152,6 +152,9 @@ runc_files=$(dpkg-deb -c "$work/debs"/libshim-runc-shim_*.deb)
 grep -q ' ./usr/libexec/libshim/containerd-shim-runc-v2$' <<<"$runc_files" ||
   fail "libshim-runc-shim does not hold /usr/libexec/libshim/containerd-shim-runc-v2"
 grep -q ' ./usr/bin/' <<<"$runc_files" && fail "libshim-runc-shim installs into /usr/bin"
+wasm_files=$(dpkg-deb -c "$work/debs"/libshim-wasm-shim_*.deb)
+grep -q ' ./usr/libexec/libshim/containerd-shim-wasm-v1$' <<<"$wasm_files" ||
+  fail "libshim-wasm-shim does not hold /usr/libexec/libshim/containerd-shim-wasm-v1"
 [[ $(dpkg-deb -I "$work/debs"/libshim${soversion}_*.deb shlibs) == "libshim $soversion libshim$soversion (>= "* ]] ||
   fail "libshim$soversion has no shlibs"
 
@@ -178,6 +181,10 @@ dpkg -i "${debs[@]}" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpk
 version=$(sed -n 's/^project(libshim VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
 [[ $(/usr/libexec/libshim/containerd-shim-runc-v2 -v) == *"libshim:  $version"* ]] ||
   fail "the packaged runc shim reports another libshim version"
+# The packaged Wasm shim looks for the engine under / (Debian's wasmedge package).
+wasm_info=$(/usr/libexec/libshim/containerd-shim-wasm-v1 -info </dev/null 2>/dev/null | tr -d '\0' || true)
+grep -aq 'io.libshim.wasm.engine-root' <<<"$wasm_info" && ! grep -aq '/.cache/' <<<"$wasm_info" ||
+  fail "the packaged Wasm shim's -info: $wasm_info"
 
 step "consumer and tutorial against /usr (find_package, pkg-config, static, gRPC variant)"
 consumer_build "$work/consumer-usr"
