@@ -15,6 +15,7 @@
 
 #include <string_view>
 
+#include "shim/live_upgrade.h"
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/pb/empty.pb.h"
 #include "shim/ttrpc/call.h"
@@ -84,6 +85,10 @@ class TaskService {
   // (shim/shutdown_control.h): the shim then ends only when nothing is left. The
   // default answers Unimplemented, and containerd then leaves the shim running.
   virtual void shutdown(const CallInfo& call, task::ShutdownRequest request, Reply<Empty> reply);
+
+  // Live upgrade (shim/live_upgrade.h): the participant that saves and restores this
+  // service's state, or nullptr (the default): the shim then refuses live upgrades.
+  virtual UpgradeParticipant* upgrade_participant() { return nullptr; }
 };
 
 // Registers `service` on `router` under both task API names (v2 and v3). The service

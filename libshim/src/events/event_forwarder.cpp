@@ -5,9 +5,9 @@
 #include <deque>
 #include <mutex>
 
+#include <fmt/format.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
 #include "shim/pb/containerd/events_service.pb.h"
 #include "shim/timestamp.h"
@@ -19,7 +19,6 @@ namespace {
 constexpr std::string_view kEventsService = "containerd.services.events.ttrpc.v1.Events";
 constexpr std::string_view kNamespaceKey = "containerd-namespace-ttrpc";
 constexpr std::string_view kExitTopic = "/tasks/exit";
-
 
 // Connection-level failures are retried; an error status from containerd is final.
 bool retryable(const Status& status) {
@@ -132,7 +131,8 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     auto it = queue_.begin();
     if (it != queue_.end()) ++it;
     while (full(size)) {
-      it = std::find_if(it, queue_.end(), [](const QueuedEvent& e) { return e.topic != kExitTopic; });
+      it = std::find_if(it, queue_.end(),
+                        [](const QueuedEvent& e) { return e.topic != kExitTopic; });
       if (it == queue_.end()) return false;
       drop_logged(it->topic, "event queue full, dropping an older event for an exit");
       queued_bytes_ -= it->request.size();
@@ -145,14 +145,15 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
   void drop_logged(std::string_view topic, std::string_view message) {
     ++stats_.overflowed;
     logger_.log(LogLevel::kError, message,
-                {{"topic", std::string(topic)}, {"queued", std::to_string(queue_.size())},
+                {{"topic", std::string(topic)},
+                 {"queued", std::to_string(queue_.size())},
                  {"queued_bytes", std::to_string(queued_bytes_)},
                  {"dropped", std::to_string(stats_.overflowed)}});
   }
 
   // Runs on the executor: keeps exactly one Forward in flight while events are queued.
   void pump() {
-    if (in_flight_ || waiting_backoff_ || connecting_ || is_closed()) return;
+    if (in_flight_ || waiting_backoff_ || connecting_ || held_ || is_closed()) return;
     std::optional<QueuedEvent> next = front();
     if (!next) {
       finish_flush(true);
@@ -177,6 +178,31 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
     return closed_;
   }
 
+ public:
+  void hold() { held_ = true; }
+  void release() {
+    held_ = false;
+    pump();
+  }
+  bool idle() const { return !in_flight_; }
+  std::vector<std::pair<std::string, std::string>> queued() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& event : queue_) out.emplace_back(event.topic, event.request);
+    return out;
+  }
+  void requeue(std::vector<std::pair<std::string, std::string>> events) {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = events.rbegin(); it != events.rend(); ++it) {
+        queued_bytes_ += it->second.size();
+        queue_.push_front({std::move(it->first), std::move(it->second)});
+      }
+    }
+    boost::asio::post(executor_, [self = shared_from_this()] { self->pump(); });
+  }
+
+ private:
   std::optional<QueuedEvent> front() const {
     std::lock_guard lock(mutex_);
     if (closed_ || queue_.empty()) return std::nullopt;
@@ -232,8 +258,7 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
         return;
       }
       self->logger_.log(LogLevel::kDebug, "connect to containerd failed",
-                        {{"address", self->options_.ttrpc_address},
-                         {"error", status.to_string()}});
+                        {{"address", self->options_.ttrpc_address}, {"error", status.to_string()}});
       self->client_.reset();
       self->retry_later();
     });
@@ -289,12 +314,13 @@ class EventForwarder::Impl : public std::enable_shared_from_this<Impl> {
   bool in_flight_ = false;
   bool connecting_ = false;
   bool waiting_backoff_ = false;
+  bool held_ = false;  // a live upgrade is saving the queue: no new call
   std::vector<FlushWaiter> flush_waiters_;
   std::uint64_t next_flush_id_ = 0;
 };
 
-EventForwarder::EventForwarder(boost::asio::any_io_executor executor,
-                               EventForwarderOptions options, const Clock& clock, Logger& logger)
+EventForwarder::EventForwarder(boost::asio::any_io_executor executor, EventForwarderOptions options,
+                               const Clock& clock, Logger& logger)
     : impl_(std::make_shared<Impl>(std::move(executor), std::move(options), clock, logger)) {}
 
 // The Impl may outlive us in pending handlers; it refers to a clock and logger it does
@@ -312,5 +338,15 @@ void EventForwarder::flush(std::chrono::milliseconds timeout, std::function<void
 void EventForwarder::close() { impl_->close(); }
 
 EventForwarderStats EventForwarder::stats() const { return impl_->stats(); }
+
+void EventForwarder::hold() { impl_->hold(); }
+void EventForwarder::release() { impl_->release(); }
+bool EventForwarder::idle() const { return impl_->idle(); }
+std::vector<std::pair<std::string, std::string>> EventForwarder::queued() const {
+  return impl_->queued();
+}
+void EventForwarder::requeue(std::vector<std::pair<std::string, std::string>> events) {
+  impl_->requeue(std::move(events));
+}
 
 }  // namespace shim

@@ -19,29 +19,31 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include "shim/clock.h"
-#include "shim/logger.h"
 #include "shim/events/publisher.h"
+#include "shim/logger.h"
 
 namespace shim {
 
 struct EventForwarderOptions {
   std::string ttrpc_address;  // "/run/containerd/containerd.sock.ttrpc" or unix://...
-  std::string ns;     // envelope namespace and containerd-namespace-ttrpc metadata
+  std::string ns;             // envelope namespace and containerd-namespace-ttrpc metadata
   std::chrono::milliseconds call_timeout{5000};
   std::chrono::milliseconds min_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
-  std::size_t max_queued = 65536;          // events
+  std::size_t max_queued = 65536;            // events
   std::size_t max_queued_bytes = 16u << 20;  // serialized ForwardRequests
 };
 
 struct EventForwarderStats {
   std::size_t queued = 0;
   std::size_t sent = 0;
-  std::size_t rejected = 0;  // containerd answered an error status; not retried
+  std::size_t rejected = 0;    // containerd answered an error status; not retried
   std::size_t overflowed = 0;  // dropped at the bound (logged)
   std::size_t queued_bytes = 0;
   std::size_t reconnects = 0;
@@ -64,6 +66,16 @@ class EventForwarder final : public Publisher {
   void close();
 
   EventForwarderStats stats() const;
+
+  // Live upgrade (docs/live-upgrade.md), on the executor. hold() starts no new Forward
+  // call until release(); idle() says none is in flight (so none can be answered after
+  // the exec and sent again); queued() is what waits, oldest first, as (topic,
+  // serialized ForwardRequest); the new program requeue()s it before anything else.
+  void hold();
+  void release();
+  bool idle() const;
+  std::vector<std::pair<std::string, std::string>> queued() const;
+  void requeue(std::vector<std::pair<std::string, std::string>> events);
 
   class Impl;
 

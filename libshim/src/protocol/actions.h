@@ -4,8 +4,8 @@
 #include <string>
 
 #include "protocol/flags.h"
-#include "shim/manager.h"
 #include "protocol/shim_env.h"
+#include "shim/manager.h"
 
 namespace shim::detail {
 
@@ -13,6 +13,9 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 int run_delete(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
+// `upgrade`: asks the running shim of -id to replace itself with this binary
+// (docs/live-upgrade.md).
+int run_upgrade(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 
 // Reads all of fd 0 up to `limit` bytes (the rest is drained and ignored).
 std::string read_stdin(std::size_t limit);
@@ -24,7 +27,8 @@ int fail(const Manager& manager, const Status& status);
 // manager.name(), or "shim" if it throws.
 std::string manager_name(const Manager& manager) noexcept;
 // manager.daemon_options(context), guarded (common/vendor_call.h).
-Status daemon_options_of(const Manager& manager, const StartContext& context, DaemonOptions* options);
+Status daemon_options_of(const Manager& manager, const StartContext& context,
+                         DaemonOptions* options);
 std::string current_dir();
 
 }  // namespace shim::detail

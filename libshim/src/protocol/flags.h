@@ -4,7 +4,8 @@
 //   bool flags: -debug or -debug=true|false (a bool never consumes the next word)
 //   parsing stops at the first non-flag word (the action, e.g. "start") or after "--";
 //   a lone "-" is a non-flag word; a repeated flag keeps the last value.
-// Exact argv per containerd version: runtime/v2/binary.go (1.6/1.7), core/runtime/v2/binary.go (2.x).
+// Exact argv per containerd version: runtime/v2/binary.go (1.6/1.7), core/runtime/v2/binary.go
+// (2.x).
 #pragma once
 
 #include <span>
@@ -16,20 +17,23 @@
 namespace shim {
 
 struct ShimFlags {
-  std::string ns;       // -namespace
-  std::string address;          // -address: containerd's gRPC socket path
-  std::string publish_binary;   // -publish-binary: containerd's executable
-  std::string id;               // -id
-  std::string bundle;           // -bundle (delete, 2.3 start)
-  bool debug = false;           // -debug
-  std::string socket;           // -socket: listen here instead of inheriting fd 3
-  std::string debug_socket;     // -debug-socket (2.0+)
-  bool version = false;         // -v or -version
-  bool info = false;            // -info (2.0+)
+  std::string ns;              // -namespace
+  std::string address;         // -address: containerd's gRPC socket path
+  std::string publish_binary;  // -publish-binary: containerd's executable
+  std::string id;              // -id
+  std::string bundle;          // -bundle (delete, 2.3 start)
+  bool debug = false;          // -debug
+  std::string socket;          // -socket: listen here instead of inheriting fd 3
+  std::string debug_socket;    // -debug-socket (2.0+)
+  bool version = false;        // -v or -version
+  bool info = false;           // -info (2.0+)
   // -h / -help: Go prints the usage and exits 0; parsing stopped there.
   bool help = false;
-  std::string action;              // first positional word: "", "start", "delete", ...
-  std::vector<std::string> args;   // positional words after the action
+  std::string action;             // first positional word: "", "start", "delete", ...
+  std::vector<std::string> args;  // positional words after the action
+  // The whole command line as run (argv[0] included), set by shim::run: a live upgrade
+  // execs the new program with it.
+  std::vector<std::string> argv;
 };
 
 // `args` excludes the program name. Errors (InvalidArgument) use Go's wording, e.g.

@@ -6,6 +6,7 @@
 #include "protocol/action_setting.h"
 #include "protocol/actions.h"
 #include "protocol/mount_capability_answer.h"
+#include "upgrade/upgrade_state.h"
 
 namespace shim::detail {
 
@@ -35,6 +36,9 @@ int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (Status s = annotate_runtime_info(manager, options, &info); !s.ok()) {
     return fail(manager, s);
   }
+  // Which live-upgrade state formats this binary reads (docs/live-upgrade.md).
+  (*info.mutable_annotations())[std::string(upgrade::kStateFormatsAnnotation)] =
+      std::to_string(upgrade::kStateFormat);
   return write_fd(STDOUT_FILENO, info.SerializeAsString()) ? 0 : 1;
 }
 

@@ -20,7 +20,8 @@ std::string read_stdin(std::size_t limit) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF, or no usable stdin at all (closed fd): no options
     if (bytes.size() < limit) {
-      bytes.append(buffer, std::min<std::size_t>(static_cast<std::size_t>(n), limit - bytes.size()));
+      bytes.append(buffer,
+                   std::min<std::size_t>(static_cast<std::size_t>(n), limit - bytes.size()));
     }
   }
   return bytes;
@@ -50,7 +51,8 @@ std::string manager_name(const Manager& manager) noexcept {
   return s.ok() ? name : "shim";
 }
 
-Status daemon_options_of(const Manager& manager, const StartContext& context, DaemonOptions* options) {
+Status daemon_options_of(const Manager& manager, const StartContext& context,
+                         DaemonOptions* options) {
   return vendor_call("Manager::daemon_options", [&] {
     *options = manager.daemon_options(context);
     return Status();
@@ -80,19 +82,18 @@ int print_version(const char* program, const Manager& manager) {
 }
 
 int print_usage(const char* program) {
-  write_fd(STDERR_FILENO,
-           fmt::format("Usage of {}:\n"
-                       "  -namespace string   namespace that owns the shim\n"
-                       "  -id string          id of the task\n"
-                       "  -address string     grpc address back to main containerd\n"
-                       "  -publish-binary string  path to the containerd binary\n"
-                       "  -bundle string      path to the bundle if not workdir\n"
-                       "  -socket string      socket path to serve\n"
-                       "  -debug              enable debug output in logs\n"
-                       "  -info               print runtime info and exit\n"
-                       "  -v, -version        show the shim version and exit\n"
-                       "actions: start, delete (none: serve)\n",
-                       program));
+  write_fd(STDERR_FILENO, fmt::format("Usage of {}:\n"
+                                      "  -namespace string   namespace that owns the shim\n"
+                                      "  -id string          id of the task\n"
+                                      "  -address string     grpc address back to main containerd\n"
+                                      "  -publish-binary string  path to the containerd binary\n"
+                                      "  -bundle string      path to the bundle if not workdir\n"
+                                      "  -socket string      socket path to serve\n"
+                                      "  -debug              enable debug output in logs\n"
+                                      "  -info               print runtime info and exit\n"
+                                      "  -v, -version        show the shim version and exit\n"
+                                      "actions: start, delete, upgrade (none: serve)\n",
+                                      program));
   return 0;
 }
 
@@ -109,6 +110,7 @@ int run_action(int argc, char** argv, Manager& manager) {
     return 2;
   }
   const char* program = argc > 0 ? argv[0] : "shim";
+  flags.argv.assign(argv, argv + argc);
   if (flags.help) return detail::print_usage(program);
   if (flags.version) return detail::print_version(program, manager);
   ShimEnv env = read_shim_env(process_env());
@@ -116,8 +118,10 @@ int run_action(int argc, char** argv, Manager& manager) {
 
   if (flags.action == "start") return detail::run_start(flags, env, manager);
   if (flags.action == "delete") return detail::run_delete(flags, env, manager);
+  if (flags.action == "upgrade") return detail::run_upgrade(flags, env, manager);
   if (!flags.action.empty()) {
-    return detail::fail(manager, Status(Code::kInvalidArgument, fmt::format("unknown action \"{}\"", flags.action)));
+    return detail::fail(manager, Status(Code::kInvalidArgument,
+                                        fmt::format("unknown action \"{}\"", flags.action)));
   }
   return detail::run_serve(flags, env, manager);
 }

@@ -24,6 +24,7 @@
 #include "shim/process/work_pool.h"
 #include "socket/unix_listener.h"
 #include "ttrpc/server.h"
+#include "upgrade/live_upgrade.h"
 
 namespace shim::detail {
 namespace {
@@ -174,6 +175,38 @@ Status make_services(Manager& manager, ServiceContext& context, ttrpc::Router& r
   });
 }
 
+// What a live upgrade needs of the daemon; a service without a participant refuses it.
+upgrade::UpgradeSetup upgrade_setup(const ShimFlags& flags, const Manager& manager,
+                                    ServiceContext& context, EventForwarder& forwarder,
+                                    Reaper& reaper, DaemonServices& services) {
+  upgrade::UpgradeSetup setup;
+  setup.executor = context.executor;
+  setup.logger = &context.logger;
+  setup.reaper = &reaper;
+  setup.spawner = &context.spawner;
+  setup.pool = &context.pool;
+  setup.forwarder = &forwarder;
+  setup.argv = flags.argv;
+  UpgradeParticipant* tasks = nullptr;
+  Status asked = vendor_call("TaskService::upgrade_participant", [&] {
+    tasks = services.task->upgrade_participant();
+    return Status();
+  });
+  if (tasks != nullptr) {
+    setup.participants.push_back(tasks);
+  } else {
+    setup.refusals.push_back(asked.ok() ? "the task service does not support live upgrade"
+                                        : asked.message());
+  }
+  if (services.sandbox) setup.participants.push_back(services.sandbox.get());
+  (void)vendor_call("Manager::version", [&] {
+    setup.version = manager.version();
+    return Status();
+  });
+  if (setup.argv.empty()) setup.refusals.push_back("the daemon's command line is unknown");
+  return setup;
+}
+
 // Runs the loop until it stops. An exception escaping a handler (a plug-in's, or ours)
 // is logged and the loop goes on: one failed handler must not end every container's shim.
 void run_loop(boost::asio::io_context& loop, Logger& logger) {
@@ -222,6 +255,8 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (options.log_to_fifo) redirect_stderr_to_log_fifo();
   if (!configured.ok()) return fail(manager, configured);
 
+  // Exec'd by a live upgrade (ours, or the old program's again): the state fd.
+  std::optional<upgrade::Incoming> incoming = upgrade::take_incoming();
   SystemClock clock;
   Logger logger = make_logger(flags, options, clock, manager);
   if (!blocked.ok()) logger.warn("signal mask", {{"error", blocked.message()}});
@@ -267,11 +302,17 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     logger.error("serve", {{"error", s.message()}});
     return 1;
   }
+  upgrade::LiveUpgrade live_upgrade(
+      upgrade_setup(flags, manager, context, forwarder, *reaper, services));
+  live_upgrade.register_on(router);
   ttrpc::TtrpcServer server(executor, std::move(router));
+  live_upgrade.attach(&server);
 
   std::string socket_path;
-  if (Status s = listen(flags, server, &socket_path); !s.ok()) {
-    logger.error("serve", {{"error", s.message()}});
+  Status listening = incoming ? live_upgrade.restore(*incoming, &socket_path)
+                              : listen(flags, server, &socket_path);
+  if (!listening.ok()) {
+    logger.error("serve", {{"error", listening.message()}});
     return 1;
   }
   shutdown.attach(&server, &forwarder, socket_path);

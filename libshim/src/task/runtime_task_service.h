@@ -29,7 +29,7 @@
 
 namespace shim {
 
-class RuntimeTaskService final : public TaskService {
+class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
  public:
   RuntimeTaskService(ServiceContext& context, std::unique_ptr<Runtime> runtime);
   ~RuntimeTaskService() override;
@@ -58,6 +58,13 @@ class RuntimeTaskService final : public TaskService {
   void connect(const CallInfo&, task::ConnectRequest request,
                Reply<task::ConnectResponse> reply) override;
   void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
+
+  // Live upgrade: so far only a shim without containers (docs/live-upgrade.md).
+  UpgradeParticipant* upgrade_participant() override { return this; }
+  std::string_view upgrade_key() const override { return "tasks"; }
+  Status ready_for_upgrade() override;
+  Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds) override;
+  Status restore_after_upgrade(const boost::json::object& state) override;
 
   // The name of this service's keeper in ShutdownControl.
   static constexpr std::string_view kTasksKeeper = "tasks";

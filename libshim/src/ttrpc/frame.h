@@ -55,8 +55,7 @@ struct Frame {
 // arrive, so a peer cannot make us buffer more than the limit.
 class FrameDecoder {
  public:
-  explicit FrameDecoder(std::uint32_t max_payload = kMaxMessageSize)
-      : max_payload_(max_payload) {}
+  explicit FrameDecoder(std::uint32_t max_payload = kMaxMessageSize) : max_payload_(max_payload) {}
 
   void feed(std::string_view bytes);
   std::optional<Frame> next();
@@ -65,6 +64,10 @@ class FrameDecoder {
   std::size_t pending_bytes() const { return buffer_.size() - consumed_; }
   // True while the middle of a frame has been received: EOF now means a cut frame.
   bool mid_frame() const { return pending_bytes() != 0 || discard_remaining_ != 0; }
+  // The bytes received and not yet taken out as frames (a live upgrade carries them over).
+  std::string_view pending() const { return std::string_view(buffer_).substr(consumed_); }
+  // Skipping the rest of an oversized frame.
+  bool discarding() const { return discard_remaining_ != 0; }
 
  private:
   void compact();

@@ -40,7 +40,7 @@ void TtrpcServer::Impl::listen(int listen_fd) {
 void TtrpcServer::Impl::wait_accept(Acceptor* acceptor) {
   acceptor->async_wait(Acceptor::wait_read, [self = shared_from_this(),
                                              acceptor](const boost::system::error_code& error) {
-    if (error || self->closed_ || self->shutting_down_) return;
+    if (error || self->closed_ || self->shutting_down_ || self->suspended_) return;
     self->accept_ready(acceptor);
   });
 }
@@ -130,6 +130,60 @@ void TtrpcServer::Impl::remove(ServerConnection* connection) {
   finish_shutdown_if_done();
 }
 
+void TtrpcServer::Impl::suspend_input() {
+  suspended_ = true;
+  for (auto& acceptor : acceptors_) {
+    boost::system::error_code ignored;
+    acceptor->cancel(ignored);
+  }
+  for (auto& [raw, connection] : connections_) connection->suspend();
+}
+
+void TtrpcServer::Impl::resume_input() {
+  if (!suspended_) return;
+  suspended_ = false;
+  if (closed_ || shutting_down_) return;
+  for (auto& acceptor : acceptors_) wait_accept(acceptor.get());
+  for (auto& [raw, connection] : connections_) connection->resume();
+}
+
+bool TtrpcServer::Impl::replies_written() const {
+  for (const auto& [raw, connection] : connections_) {
+    if (!connection->replies_written()) return false;
+  }
+  return true;
+}
+
+Status TtrpcServer::Impl::save_for_upgrade(SavedServer* saved) const {
+  for (const auto& acceptor : acceptors_) {
+    saved->listeners.push_back(const_cast<Acceptor&>(*acceptor).native_handle());
+  }
+  for (const auto& [raw, connection] : connections_) {
+    SavedConnection entry;
+    if (Status s = connection->save(&entry); !s.ok()) return s;
+    saved->connections.push_back(std::move(entry));
+  }
+  return {};
+}
+
+// The peer was checked when the previous program accepted it.
+void TtrpcServer::Impl::adopt_connection(int fd, std::string first_reply, std::string received) {
+  stream_protocol::socket socket(executor_);
+  boost::system::error_code error;
+  socket.assign(stream_protocol(), fd, error);
+  if (error) {
+    ::close(fd);
+    return;
+  }
+  auto connection =
+      std::make_shared<ServerConnection>(context_, weak_from_this(), std::move(socket));
+  connections_.emplace(connection.get(), connection);
+  ++context_->connection_count;
+  if (!first_reply.empty()) connection->send_frame(std::move(first_reply));
+  connection->receive(received);
+  connection->start();
+}
+
 // A closed connection freed its decoder and reply buffers, but glibc keeps freed pages
 // that are not at the top of the heap: give them back soon after a burst of closes (the
 // connections of a client that left close within a few loop turns), ten times a second
@@ -190,6 +244,16 @@ void TtrpcServer::shutdown(std::function<void()> done) {
 
 void TtrpcServer::close() {
   asio::dispatch(impl_->executor(), [impl = impl_] { impl->close(); });
+}
+
+void TtrpcServer::suspend_input() { impl_->suspend_input(); }
+void TtrpcServer::resume_input() { impl_->resume_input(); }
+bool TtrpcServer::replies_written() const { return impl_->replies_written(); }
+Status TtrpcServer::save_for_upgrade(SavedServer* saved) const {
+  return impl_->save_for_upgrade(saved);
+}
+void TtrpcServer::adopt_connection(int fd, std::string first_reply, std::string received) {
+  impl_->adopt_connection(fd, std::move(first_reply), std::move(received));
 }
 
 std::size_t TtrpcServer::connection_count() const {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -18,6 +19,23 @@
 #include "ttrpc/frame.h"
 
 namespace shim::ttrpc {
+
+// What a live upgrade carries of a server to the shim's next program
+// (docs/live-upgrade.md): fds stay open across the exec; calls in flight are sent to the
+// new program's server again as request frames.
+struct SavedCall {
+  std::uint32_t stream_id = 0;
+  std::string message;  // the ttrpc Request message as received
+};
+struct SavedConnection {
+  int fd = -1;
+  std::string received;  // bytes read but not yet handled (whole or partial frames)
+  std::vector<SavedCall> calls;
+};
+struct SavedServer {
+  std::vector<int> listeners;
+  std::vector<SavedConnection> connections;
+};
 
 struct ServerOptions {
   std::uint32_t max_message_size = kMaxMessageSize;
@@ -58,6 +76,19 @@ class TtrpcServer {
   void shutdown(std::function<void()> done);
   // Immediate stop: close the listener and every connection; pending calls are dropped.
   void close();
+
+  // Live upgrade, on the executor only. suspend_input(): stop accepting and reading
+  // (bytes wait in the sockets); replies still go out. resume_input() undoes it.
+  void suspend_input();
+  void resume_input();
+  // Whether every reply given so far has been written to its socket.
+  bool replies_written() const;
+  // The listening fds and, per connection, its fd, unhandled bytes and calls in flight.
+  // FailedPrecondition while a connection is skipping an oversized frame.
+  Status save_for_upgrade(SavedServer* saved) const;
+  // Serves a connection of the previous program: `first_reply` (a whole frame, may be
+  // empty) is written first, then `received` is handled as if just read.
+  void adopt_connection(int fd, std::string first_reply, std::string received);
 
   std::size_t connection_count() const;
   std::size_t calls_in_flight() const;

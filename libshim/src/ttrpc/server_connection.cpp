@@ -1,5 +1,6 @@
 #include "ttrpc/server_connection.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <boost/asio/dispatch.hpp>
@@ -46,6 +47,34 @@ void ServerConnection::maybe_close_idle() {
   if (close_when_idle_ && !closed_ && calls_.empty() && writer_.idle()) close();
 }
 
+void ServerConnection::suspend() {
+  suspended_ = true;
+  boost::system::error_code ignored;
+  if (waiting_readable_) socket_.cancel(ignored);
+}
+
+void ServerConnection::resume() {
+  if (!suspended_ || closed_) return;
+  suspended_ = false;
+  asio::post(context_->executor, [self = shared_from_this()] { self->on_readable(); });
+}
+
+shim::Status ServerConnection::save(SavedConnection* saved) {
+  if (decoder_.discarding()) {
+    return shim::Status(Code::kFailedPrecondition,
+                        "a connection is skipping an oversized frame; try again");
+  }
+  saved->fd = socket_.native_handle();
+  saved->received = std::string(decoder_.pending());
+  // In arrival order: call ids grow with each request.
+  std::vector<std::pair<std::uint64_t, SavedCall>> ordered;
+  for (const auto& [id, call] : calls_) ordered.push_back({id, {call.stream_id, call.message}});
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [id, call] : ordered) saved->calls.push_back(std::move(call));
+  return {};
+}
+
 void ServerConnection::deliver(std::uint64_t call_id, std::string frame) {
   // Never send what the peer must refuse (ttrpc 1.2 refuses oversized sends too).
   std::uint32_t limit = context_->options.max_message_size;
@@ -63,7 +92,7 @@ void ServerConnection::deliver(std::uint64_t call_id, std::string frame) {
 // Waits for readability, then reads into the server's shared buffer: an idle connection
 // holds no buffer. Edge-triggered readiness: wait only after a read saw EAGAIN.
 void ServerConnection::read() {
-  if (closed_ || waiting_readable_) return;
+  if (closed_ || waiting_readable_ || suspended_) return;
   if (over_limits()) {
     paused_ = true;
     return;
@@ -72,7 +101,7 @@ void ServerConnection::read() {
   socket_.async_wait(asio::socket_base::wait_read,
                      [self = shared_from_this()](const boost::system::error_code& error) {
                        self->waiting_readable_ = false;
-                       if (self->closed_) return;
+                       if (self->closed_ || self->suspended_) return;
                        if (error) return self->close();
                        self->on_readable();
                      });
@@ -84,8 +113,9 @@ void ServerConnection::on_readable() {
   constexpr std::size_t kBytesPerTurn = 256 * 1024;
   auto& buffer = context_->read_buffer;
   std::size_t total = 0;
+  if (suspended_) return;
   receive({});  // frames left over from before a pause
-  while (!closed_ && total < kBytesPerTurn) {
+  while (!closed_ && !suspended_ && total < kBytesPerTurn) {
     if (over_limits()) {
       paused_ = true;
       return;
@@ -98,7 +128,9 @@ void ServerConnection::on_readable() {
     total += size;
     receive(std::string_view(buffer.data(), size));
   }
-  if (!closed_) asio::post(context_->executor, [self = shared_from_this()] { self->on_readable(); });
+  if (!closed_ && !suspended_) {
+    asio::post(context_->executor, [self = shared_from_this()] { self->on_readable(); });
+  }
 }
 
 // Frames beyond a back-pressure limit stay in the decoder (at most one read's worth)
@@ -106,7 +138,7 @@ void ServerConnection::on_readable() {
 void ServerConnection::receive(std::string_view bytes) {
   if (closed_) return;
   decoder_.feed(bytes);
-  while (!closed_ && !over_limits()) {
+  while (!closed_ && !suspended_ && !over_limits()) {
     auto frame = decoder_.next();
     if (!frame) break;
     handle_frame(*frame);
@@ -183,13 +215,15 @@ void ServerConnection::handle_request(std::uint32_t stream_id, const std::string
   InFlight& entry = calls_[call_id];
   entry.state = state;
   entry.stream_id = stream_id;
+  entry.message = message;
   ++context_->calls_in_flight;
   if (call.deadline) {
     entry.deadline.emplace(context_->executor, *call.deadline);
-    entry.deadline->async_wait([weak = weak_from_this(), call_id](const boost::system::error_code& error) {
-      if (error) return;
-      if (auto self = weak.lock()) self->on_deadline(call_id);
-    });
+    entry.deadline->async_wait(
+        [weak = weak_from_this(), call_id](const boost::system::error_code& error) {
+          if (error) return;
+          if (auto self = weak.lock()) self->on_deadline(call_id);
+        });
   }
 
   // The handler may answer (and so erase `entry`) before it returns; keep our own
@@ -242,22 +276,22 @@ void ServerConnection::send(std::string frame) {
 void ServerConnection::write() {
   auto buffers = writer_.start();
   if (buffers.empty()) return;
-  asio::async_write(socket_, buffers,
-                    [self = shared_from_this()](const boost::system::error_code& error,
-                                                std::size_t) {
-                      bool more = self->writer_.finish();
-                      if (self->closed_) return;
-                      if (error) {
-                        self->close();
-                        return;
-                      }
-                      if (more) {
-                        self->write();
-                      } else {
-                        self->maybe_close_idle();
-                      }
-                      self->resume_if_below_limits();
-                    });
+  asio::async_write(
+      socket_, buffers,
+      [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+        bool more = self->writer_.finish();
+        if (self->closed_) return;
+        if (error) {
+          self->close();
+          return;
+        }
+        if (more) {
+          self->write();
+        } else {
+          self->maybe_close_idle();
+        }
+        self->resume_if_below_limits();
+      });
 }
 
 }  // namespace shim::ttrpc

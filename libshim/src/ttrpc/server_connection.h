@@ -12,18 +12,17 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "ttrpc/frame.h"
 #include "ttrpc/call_state.h"
+#include "ttrpc/frame.h"
 #include "ttrpc/frame_writer.h"
 #include "ttrpc/server_impl.h"
 
 namespace shim::ttrpc {
 
 class ServerConnection final : public CallSink,
-                         public std::enable_shared_from_this<ServerConnection> {
+                               public std::enable_shared_from_this<ServerConnection> {
  public:
-  ServerConnection(std::shared_ptr<ServerContext> context,
-                   std::weak_ptr<TtrpcServer::Impl> server,
+  ServerConnection(std::shared_ptr<ServerContext> context, std::weak_ptr<TtrpcServer::Impl> server,
                    boost::asio::local::stream_protocol::socket socket);
 
   void start();
@@ -31,6 +30,13 @@ class ServerConnection final : public CallSink,
   void close();
   // Graceful: close once no call is in flight and every reply has been written.
   void close_when_idle();
+  // Live upgrade: stop and resume reading (replies still go out); what to carry over.
+  void suspend();
+  void resume();
+  bool replies_written() const { return writer_.idle(); }
+  shim::Status save(SavedConnection* saved);
+  // Queues a frame as if a call had answered (the Upgrade call, in the new program).
+  void send_frame(std::string frame) { send(std::move(frame)); }
 
   // CallSink: a reply from any thread, handed over to the executor.
   void deliver(std::uint64_t call_id, std::string frame) override;
@@ -44,6 +50,7 @@ class ServerConnection final : public CallSink,
     std::weak_ptr<detail::CallState> state;
     std::uint32_t stream_id = 0;
     std::optional<boost::asio::steady_timer> deadline;
+    std::string message;  // the request as received: a live upgrade sends it again
   };
 
   void read();
@@ -70,7 +77,8 @@ class ServerConnection final : public CallSink,
   bool closed_ = false;
   bool close_when_idle_ = false;
   bool waiting_readable_ = false;
-  bool paused_ = false;  // over a back-pressure limit: not reading until below half
+  bool paused_ = false;     // over a back-pressure limit: not reading until below half
+  bool suspended_ = false;  // a live upgrade stopped reading
 };
 
 }  // namespace shim::ttrpc

@@ -50,6 +50,12 @@ class TtrpcServer::Impl : public std::enable_shared_from_this<TtrpcServer::Impl>
   void close();
   // A connection ended; it is forgotten here.
   void remove(ServerConnection* connection);
+  // Live upgrade (TtrpcServer's methods of the same names).
+  void suspend_input();
+  void resume_input();
+  bool replies_written() const;
+  Status save_for_upgrade(SavedServer* saved) const;
+  void adopt_connection(int fd, std::string first_reply, std::string received);
 
  private:
   void wait_accept(Acceptor* acceptor);
@@ -66,6 +72,7 @@ class TtrpcServer::Impl : public std::enable_shared_from_this<TtrpcServer::Impl>
   std::unordered_map<ServerConnection*, std::shared_ptr<ServerConnection>> connections_;
   bool shutting_down_ = false;
   bool closed_ = false;
+  bool suspended_ = false;  // a live upgrade stopped accepting
   std::function<void()> shutdown_done_;
   bool trim_scheduled_ = false;
 };

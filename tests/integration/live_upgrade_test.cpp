@@ -1,0 +1,162 @@
+// Live upgrade (docs/live-upgrade.md) of the built shim-runc daemon, started as containerd
+// 1.6 starts it (tests/support/example_shim_sandbox.h plays containerd): `<binary> ...
+// upgrade` swaps its program in place, over and over, between two builds (ours and
+// containerd-shim-upgrade-next-v1, whose version differs), while a connection made before
+// the first swap stays open and keeps being answered. The refusals leave the old program
+// serving: a binary that fails at once, one that refuses the state after the exec (the
+// old program is exec'd again), a relative path. So far only a shim without containers
+// can be upgraded; with one, the upgrade is refused and the container runs on.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include "shim/pb/containerd/task_v2.pb.h"
+#include "shim/pb/libshim/upgrade.pb.h"
+#include "support/example_shim_sandbox.h"
+#include "support/ttrpc_harness.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using shim::test::Caller;
+using shim::test::ShimRun;
+using shim::test::ShimSandbox;
+
+constexpr const char* kTaskV2 = "containerd.task.v2.Task";
+constexpr const char* kUpgrade = "libshim.upgrade.v1.Upgrade";
+
+std::string runc_shim() {
+  return std::string(LIBSHIM_BINARY_DIR) + "/shim-runc/containerd-shim-runc-v2";
+}
+std::string test_shim(const std::string& name) {
+  return fmt::format("{}/tests/containerd-shim-upgrade-{}-v1", LIBSHIM_BINARY_DIR, name);
+}
+
+std::string exe_of(pid_t pid) {
+  std::error_code error;
+  return fs::read_symlink(fmt::format("/proc/{}/exe", pid), error).string();
+}
+
+// `binary ... upgrade` for the shim of `id`, as an operator runs it.
+ShimRun run_upgrade(const ShimSandbox& sb, const std::string& binary, const std::string& id) {
+  return shim::test::run_shim({binary, "-namespace", shim::test::kSandboxNamespace, "-address",
+                               sb.grpc(), "-id", id, "upgrade"},
+                              shim::test::clean_env({}), "", sb.dir(), std::chrono::seconds(30));
+}
+
+// Connect on a connection that predates the swaps: answered by the program now running.
+std::uint32_t connect_pid(shim::test::SyncClient& client) {
+  containerd::task::v2::ConnectRequest request;
+  request.set_id("none");
+  auto result = client.call(kTaskV2, "Connect", request.SerializeAsString());
+  INFO(result.status.to_string());
+  REQUIRE(result.status.ok());
+  containerd::task::v2::ConnectResponse response;
+  REQUIRE(response.ParseFromString(result.payload));
+  return response.shim_pid();
+}
+
+shim::Status replace(shim::test::SyncClient& client, const std::string& binary) {
+  shim::pb::upgrade::ReplaceRequest request;
+  request.set_binary(binary);
+  return client.call(kUpgrade, "Replace", request.SerializeAsString()).status;
+}
+
+struct Daemon {
+  std::string address;
+  pid_t pid = -1;
+};
+
+Daemon start_daemon(ShimSandbox& sb, const std::string& id) {
+  const std::string bundle = sb.make_bundle(id);
+  ShimRun start = sb.start(Caller::k1_6, id, bundle);
+  INFO(start.describe());
+  REQUIRE(start.exit_code == 0);
+  Daemon daemon;
+  daemon.address = start.out;
+  daemon.pid = shim::test::serving_daemon(daemon.address);
+  return daemon;
+}
+
+}  // namespace
+
+TEST_CASE("Live upgrade: shim-runc swaps its program in place, pid and connections kept",
+          "[upgrade]") {
+  shim::test::SubreaperScope subreaper;
+  ShimSandbox sb(runc_shim());
+  Daemon daemon = start_daemon(sb, "up1");
+  shim::test::SyncClient held(daemon.address);
+  REQUIRE(connect_pid(held) == static_cast<std::uint32_t>(daemon.pid));
+  REQUIRE(exe_of(daemon.pid) == runc_shim());
+
+  const std::vector<std::string> binaries = {test_shim("next"), runc_shim()};
+  const std::vector<std::string> versions = {"upgrade-next", LIBSHIM_TEST_VERSION};
+  std::vector<double> swap_ms;
+  for (int i = 0; i < 20; ++i) {
+    const std::string& binary = binaries[i % 2];
+    ShimRun run = run_upgrade(sb, binary, "up1");
+    INFO(run.describe() << "\n" << sb.logs());
+    REQUIRE(run.exit_code == 0);
+    REQUIRE(run.out.rfind(fmt::format("shim pid {} now runs {} ({}); swap ", daemon.pid, binary,
+                                      versions[i % 2]),
+                          0) == 0);
+    swap_ms.push_back(std::stod(run.out.substr(run.out.rfind("swap ") + 5)));
+    CHECK(exe_of(daemon.pid) == binary);
+    CHECK(connect_pid(held) == static_cast<std::uint32_t>(daemon.pid));
+  }
+  std::sort(swap_ms.begin(), swap_ms.end());
+  WARN(fmt::format("20 swaps: p50 {:.1f} ms, max {:.1f} ms", swap_ms[swap_ms.size() / 2],
+                   swap_ms.back()));
+  CHECK(swap_ms.back() < 1000.0);
+  // A new connection finds the same daemon; SIGTERM still ends it cleanly.
+  CHECK(shim::test::connect_shim_pid(daemon.address, kTaskV2) ==
+        static_cast<std::uint32_t>(daemon.pid));
+  CHECK(shim::test::terminate_daemon(daemon.pid) == 0);
+}
+
+TEST_CASE("Live upgrade: a refused upgrade leaves the old program serving", "[upgrade]") {
+  shim::test::SubreaperScope subreaper;
+  ShimSandbox sb(runc_shim());
+  Daemon daemon = start_daemon(sb, "up2");
+  shim::test::SyncClient held(daemon.address);
+
+  // A binary that fails at once: its -info is refused before anything stops.
+  shim::Status failed = replace(held, "/bin/false");
+  CHECK(failed.code() == shim::Code::kFailedPrecondition);
+  CHECK(failed.message() == "/bin/false -info exited with status 1: ");
+  CHECK(replace(held, "bin/false").code() == shim::Code::kInvalidArgument);
+
+  // One that takes the exec and refuses the state: the old program comes back.
+  ShimRun refused = run_upgrade(sb, test_shim("refusing"), "up2");
+  INFO(refused.describe() << "\n" << sb.logs());
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find(test_shim("refusing") +
+                         " refused the upgrade state: this test shim "
+                         "refuses every upgrade state; the old program serves on") !=
+        std::string::npos);
+  CHECK(exe_of(daemon.pid) == runc_shim());
+  CHECK(connect_pid(held) == static_cast<std::uint32_t>(daemon.pid));
+
+  // And the next upgrade goes through.
+  ShimRun next = run_upgrade(sb, test_shim("next"), "up2");
+  INFO(next.describe());
+  CHECK(next.exit_code == 0);
+  CHECK(exe_of(daemon.pid) == test_shim("next"));
+  CHECK(connect_pid(held) == static_cast<std::uint32_t>(daemon.pid));
+  CHECK(shim::test::terminate_daemon(daemon.pid) == 0);
+}
+
+TEST_CASE("Live upgrade: no shim for the id gives a clear error", "[upgrade]") {
+  ShimSandbox sb(runc_shim());
+  ShimRun run = run_upgrade(sb, test_shim("next"), "nobody-here");
+  INFO(run.describe());
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.rfind("io.containerd.runc.v2: upgrade the shim at unix:///run/containerd/s/", 0) ==
+        0);
+}
