@@ -5,7 +5,8 @@
 // the first swap stays open and keeps being answered. The refusals leave the old program
 // serving: a binary that fails at once, one that refuses the state after the exec (the
 // old program is exec'd again), a relative path. So far only a shim without containers
-// can be upgraded; with one, the upgrade is refused and the container runs on.
+// can be upgraded; with one (under a real containerd and runc), the upgrade is refused
+// and the container runs on.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/pb/libshim/upgrade.pb.h"
 #include "support/example_shim_sandbox.h"
+#include "support/runc_e2e.h"
+#include "support/skip.h"
 #include "support/ttrpc_harness.h"
 
 namespace {
@@ -159,4 +162,31 @@ TEST_CASE("Live upgrade: no shim for the id gives a clear error", "[upgrade]") {
   CHECK(run.exit_code == 1);
   CHECK(run.err.rfind("io.containerd.runc.v2: upgrade the shim at unix:///run/containerd/s/", 0) ==
         0);
+}
+
+TEST_CASE("Live upgrade: a shim with a container refuses, and the container runs on",
+          "[upgrade][runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  shim::test::RuncE2e s;
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "kept", {"/bin/sleep", "600"})).ok());
+  REQUIRE(s.wait_status("kept", "RUNNING", std::chrono::seconds(20)));
+  std::vector<pid_t> shims = shim::test::live_shims(shim::test::our_runc_shim(), s.fx.ns());
+  REQUIRE(shims.size() == 1);
+  const pid_t task = s.task_pid("kept");
+
+  ShimRun run = shim::test::run_shim({test_shim("next"), "-namespace", s.fx.ns(), "-address",
+                                      s.fx.grpc_address(), "-id", "kept", "upgrade"},
+                                     shim::test::clean_env({}), "", "/", std::chrono::seconds(30));
+  INFO(run.describe());
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find(fmt::format("live upgrade of a shim that has containers is not supported "
+                                 "yet (libshim {}): this shim has 1",
+                                 LIBSHIM_TEST_VERSION)) != std::string::npos);
+  CHECK(exe_of(shims[0]) == fs::canonical(shim::test::our_runc_shim()).string());
+  CHECK(s.task_status("kept") == "RUNNING");
+  CHECK(s.task_pid("kept") == task);
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "SIGKILL", "kept"}).ok());
+  REQUIRE(s.wait_status("kept", "STOPPED", std::chrono::seconds(10)));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "kept"}).ok());
+  REQUIRE(s.fx.ctr_ok({"container", "rm", "kept"}).ok());
 }

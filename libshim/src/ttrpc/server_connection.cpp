@@ -47,11 +47,10 @@ void ServerConnection::maybe_close_idle() {
   if (close_when_idle_ && !closed_ && calls_.empty() && writer_.idle()) close();
 }
 
-void ServerConnection::suspend() {
-  suspended_ = true;
-  boost::system::error_code ignored;
-  if (waiting_readable_) socket_.cancel(ignored);
-}
+// The readiness wait stays armed (cancelling it would race a resume in the same turn,
+// its aborted completion then looking like an error): if it fires while suspended, the
+// bytes are left in the socket for resume() to read.
+void ServerConnection::suspend() { suspended_ = true; }
 
 void ServerConnection::resume() {
   if (!suspended_ || closed_) return;
@@ -101,8 +100,9 @@ void ServerConnection::read() {
   socket_.async_wait(asio::socket_base::wait_read,
                      [self = shared_from_this()](const boost::system::error_code& error) {
                        self->waiting_readable_ = false;
-                       if (self->closed_ || self->suspended_) return;
+                       if (self->closed_) return;
                        if (error) return self->close();
+                       if (self->suspended_) return;
                        self->on_readable();
                      });
 }

@@ -63,6 +63,27 @@ TEST_CASE("TtrpcServer: suspended input waits; resumed, it is served", "[ttrpc][
   CHECK(pending.get().payload == "a:2");
 }
 
+// A refused upgrade suspends and resumes in one loop turn: the connections must live on
+// (containerd takes a closed shim connection for a dead shim).
+TEST_CASE("TtrpcServer: suspended and resumed at once, connections live on", "[ttrpc][upgrade]") {
+  Handlers handlers;
+  TtrpcServerHarness harness(handlers.router("a:"));
+  SyncClient client(harness.socket_path());
+  REQUIRE(client.call("t.S", "Echo", "1").payload == "a:1");
+  for (int i = 0; i < 3; ++i) {
+    harness.io().run([&] {
+      harness.server().suspend_input();
+      harness.server().resume_input();
+    });
+    auto reply = client.call("t.S", "Echo", std::to_string(i));
+    CHECK(reply.status.ok());
+    CHECK(reply.payload == "a:" + std::to_string(i));
+  }
+  SyncClient second(harness.socket_path());
+  CHECK(second.call("t.S", "Echo", "new").payload == "a:new");
+  CHECK(harness.server().connection_count() == 2);
+}
+
 TEST_CASE("TtrpcServer: a connection handed to another server keeps its calls",
           "[ttrpc][upgrade]") {
   Handlers old_handlers, new_handlers;
