@@ -15,8 +15,6 @@ import argparse
 import datetime
 import json
 import os
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -24,51 +22,9 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def varint(n):
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def field(number, data):
-    return varint(number << 3 | 2) + varint(len(data)) + data
-
-
-class TtrpcClient:
-    """Unary ttrpc calls, one at a time, over one unix socket connection."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        self.stream = 1
-
-    def call(self, service, method, payload):
-        request = field(1, service.encode()) + field(2, method.encode()) + field(3, payload)
-        self.sock.sendall(struct.pack(">IIBB", len(request), self.stream, 1, 0) + request)
-        header = self._read(10)
-        length, stream, kind, _ = struct.unpack(">IIBB", header)
-        body = self._read(length)
-        if stream != self.stream or kind != 2:
-            raise RuntimeError(f"unexpected frame stream {stream} type {kind}")
-        self.stream += 2
-        return body
-
-    def _read(self, n):
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise RuntimeError("connection closed")
-            data += chunk
-        return data
+from shimbench import ttrpc  # noqa: E402
 
 
 def percentile(values, p):
@@ -105,18 +61,16 @@ def main():
     calls = {"made": 0, "failed": 0, "slowest_ms": 0.0, "errors": []}
 
     def connect_loop():
-        client = TtrpcClient(sock)
+        client = ttrpc.Client("unix://" + sock)
         while not stop.is_set():
             start = time.monotonic()
             try:
-                reply = client.call("containerd.task.v2.Task", "Connect", field(1, b"none"))
-                if reply[:1] == b"\x0a":  # field 1: a status, i.e. an error
-                    raise RuntimeError(f"error status {reply!r}")
+                client.call("Connect", ttrpc.field_bytes(1, "none"))
             except Exception as error:  # counted, and the loop reconnects
                 calls["failed"] += 1
                 calls["errors"].append(str(error))
                 time.sleep(0.01)
-                client = TtrpcClient(sock)
+                client = ttrpc.Client("unix://" + sock)
                 continue
             calls["made"] += 1
             calls["slowest_ms"] = max(calls["slowest_ms"], (time.monotonic() - start) * 1000)

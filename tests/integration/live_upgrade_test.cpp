@@ -55,14 +55,7 @@ ShimRun run_upgrade(const ShimSandbox& sb, const std::string& binary, const std:
 
 // Connect on a connection that predates the swaps: answered by the program now running.
 std::uint32_t connect_pid(shim::test::SyncClient& client) {
-  containerd::task::v2::ConnectRequest request;
-  request.set_id("none");
-  auto result = client.call(kTaskV2, "Connect", request.SerializeAsString());
-  INFO(result.status.to_string());
-  REQUIRE(result.status.ok());
-  containerd::task::v2::ConnectResponse response;
-  REQUIRE(response.ParseFromString(result.payload));
-  return response.shim_pid();
+  return shim::test::connect_shim_pid(client, kTaskV2);
 }
 
 shim::Status replace(shim::test::SyncClient& client, const std::string& binary) {

@@ -337,6 +337,10 @@ bool is_socket_with_mode(const std::string& path, mode_t mode) {
 
 std::uint32_t connect_shim_pid(const std::string& address, const std::string& service) {
   shim::test::SyncClient client(address);
+  return connect_shim_pid(client, service);
+}
+
+std::uint32_t connect_shim_pid(SyncClient& client, const std::string& service) {
   containerd::task::v2::ConnectRequest request;
   request.set_id("t1");
   auto result = client.call(service, "Connect", request.SerializeAsString());

@@ -129,7 +129,10 @@ int terminate_daemon(pid_t pid);
 bool is_socket_with_mode(const std::string& path, mode_t mode);
 
 // Task API Connect over the shim socket: the daemon answers with its own pid.
+class SyncClient;  // support/ttrpc_harness.h
 std::uint32_t connect_shim_pid(const std::string& address, const std::string& service);
+// The same over a connection the caller keeps (e.g. one opened before a live upgrade).
+std::uint32_t connect_shim_pid(SyncClient& client, const std::string& service);
 
 // A child chrooted into `rootfs` (as the example runs a container's process), idle
 // until killed. Returns once /proc shows it inside the rootfs.

@@ -75,18 +75,22 @@ void TtrpcServer::Impl::adopt(int fd) {
     ::close(fd);  // as Go's UnixSocketRequireSameUser: drop the connection
     return;
   }
+  if (auto connection = add_connection(fd)) connection->start();
+}
+
+std::shared_ptr<ServerConnection> TtrpcServer::Impl::add_connection(int fd) {
   stream_protocol::socket socket(executor_);
   boost::system::error_code error;
   socket.assign(stream_protocol(), fd, error);
   if (error) {
     ::close(fd);
-    return;
+    return nullptr;
   }
   auto connection =
       std::make_shared<ServerConnection>(context_, weak_from_this(), std::move(socket));
   connections_.emplace(connection.get(), connection);
   ++context_->connection_count;
-  connection->start();
+  return connection;
 }
 
 void TtrpcServer::Impl::close_acceptors() {
@@ -168,17 +172,8 @@ Status TtrpcServer::Impl::save_for_upgrade(SavedServer* saved) const {
 
 // The peer was checked when the previous program accepted it.
 void TtrpcServer::Impl::adopt_connection(int fd, std::string first_reply, std::string received) {
-  stream_protocol::socket socket(executor_);
-  boost::system::error_code error;
-  socket.assign(stream_protocol(), fd, error);
-  if (error) {
-    ::close(fd);
-    return;
-  }
-  auto connection =
-      std::make_shared<ServerConnection>(context_, weak_from_this(), std::move(socket));
-  connections_.emplace(connection.get(), connection);
-  ++context_->connection_count;
+  auto connection = add_connection(fd);
+  if (!connection) return;
   if (!first_reply.empty()) connection->send_frame(std::move(first_reply));
   connection->receive(received);
   connection->start();

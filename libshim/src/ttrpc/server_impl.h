@@ -62,6 +62,8 @@ class TtrpcServer::Impl : public std::enable_shared_from_this<TtrpcServer::Impl>
   void accept_ready(Acceptor* acceptor);
   void retry_accept_later(Acceptor* acceptor);
   void adopt(int fd);
+  // Serves `fd` as a connection (not started); null, with fd closed, if it is no socket.
+  std::shared_ptr<ServerConnection> add_connection(int fd);
   void close_acceptors();
   void finish_shutdown_if_done();
   void schedule_trim();
