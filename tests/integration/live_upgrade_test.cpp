@@ -4,14 +4,16 @@
 // containerd-shim-upgrade-next-v1, whose version differs), while a connection made before
 // the first swap stays open and keeps being answered. The refusals leave the old program
 // serving: a binary that fails at once, one that refuses the state after the exec (the
-// old program is exec'd again), a relative path. So far only a shim without containers
-// can be upgraded; with one (under a real containerd and runc), the upgrade is refused
-// and the container runs on.
+// old program is exec'd again), a relative path. Under a real containerd and runc: a
+// container without stdio crosses the swaps; one with stdio (not carried yet) refuses
+// the upgrade and runs on.
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,9 +21,11 @@
 
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/pb/libshim/upgrade.pb.h"
+#include "support/events_subscriber.h"
 #include "support/example_shim_sandbox.h"
 #include "support/runc_e2e.h"
 #include "support/skip.h"
+#include "support/subprocess.h"
 #include "support/ttrpc_harness.h"
 
 namespace {
@@ -51,6 +55,14 @@ ShimRun run_upgrade(const ShimSandbox& sb, const std::string& binary, const std:
   return shim::test::run_shim({binary, "-namespace", shim::test::kSandboxNamespace, "-address",
                                sb.grpc(), "-id", id, "upgrade"},
                               shim::test::clean_env({}), "", sb.dir(), std::chrono::seconds(30));
+}
+
+// The same for the shim of container `id` under the private containerd of `s`.
+ShimRun run_upgrade_of(const shim::test::RuncE2e& s, const std::string& binary,
+                       const std::string& id) {
+  return shim::test::run_shim(
+      {binary, "-namespace", s.fx.ns(), "-address", s.fx.grpc_address(), "-id", id, "upgrade"},
+      shim::test::clean_env({}), "", "/", std::chrono::seconds(30));
 }
 
 // Connect on a connection that predates the swaps: answered by the program now running.
@@ -157,7 +169,7 @@ TEST_CASE("Live upgrade: no shim for the id gives a clear error", "[upgrade]") {
         0);
 }
 
-TEST_CASE("Live upgrade: a shim with a container refuses, and the container runs on",
+TEST_CASE("Live upgrade: a container with stdio refuses and the container runs on",
           "[upgrade][runc-e2e]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   shim::test::RuncE2e s;
@@ -167,13 +179,11 @@ TEST_CASE("Live upgrade: a shim with a container refuses, and the container runs
   REQUIRE(shims.size() == 1);
   const pid_t task = s.task_pid("kept");
 
-  ShimRun run = shim::test::run_shim({test_shim("next"), "-namespace", s.fx.ns(), "-address",
-                                      s.fx.grpc_address(), "-id", "kept", "upgrade"},
-                                     shim::test::clean_env({}), "", "/", std::chrono::seconds(30));
+  ShimRun run = run_upgrade_of(s, test_shim("next"), "kept");
   INFO(run.describe());
   CHECK(run.exit_code == 1);
-  CHECK(run.err.find(fmt::format("live upgrade of a shim that has containers is not supported "
-                                 "yet (libshim {}): this shim has 1",
+  CHECK(run.err.find(fmt::format("container kept has stdio; live upgrade carries only processes "
+                                 "without stdio so far (libshim {})",
                                  LIBSHIM_TEST_VERSION)) != std::string::npos);
   CHECK(exe_of(shims[0]) == fs::canonical(shim::test::our_runc_shim()).string());
   CHECK(s.task_status("kept") == "RUNNING");
@@ -182,4 +192,52 @@ TEST_CASE("Live upgrade: a shim with a container refuses, and the container runs
   REQUIRE(s.wait_status("kept", "STOPPED", std::chrono::seconds(10)));
   REQUIRE(s.fx.ctr_ok({"task", "rm", "kept"}).ok());
   REQUIRE(s.fx.ctr_ok({"container", "rm", "kept"}).ok());
+}
+
+// Under containerd 1.6 and runc: `ctr run --null-io` (not detached: containerd's Wait,
+// and so the shim's, stays in flight through every swap) while the shim swaps six times
+// between two builds; the container is paused across one swap. The task keeps its pid,
+// the Wait is answered once, with the exit that came after the last swap, and containerd
+// sees each task event once, in order.
+TEST_CASE("Live upgrade: a container without stdio is carried across six swaps",
+          "[upgrade][runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  shim::test::RuncE2e s;
+  auto events = s.fx.subscribe_events();
+  std::vector<std::string> argv = {s.fx.ctr_bin(), "--address", s.fx.grpc_address(), "-n",
+                                   s.fx.ns()};
+  for (auto& arg : s.run({"--null-io"}, "carried", {"/bin/sleep", "600"})) argv.push_back(arg);
+  shim::test::ChildProcess waiter(argv, {});
+  REQUIRE(s.wait_status("carried", "RUNNING", std::chrono::seconds(20)));
+  std::vector<pid_t> shims = shim::test::live_shims(shim::test::our_runc_shim(), s.fx.ns());
+  REQUIRE(shims.size() == 1);
+  const pid_t task = s.task_pid("carried");
+  REQUIRE(task > 0);
+
+  for (int swap = 1; swap <= 6; ++swap) {
+    const std::string binary = swap % 2 == 1 ? test_shim("next") : runc_shim();
+    if (swap == 3) REQUIRE(s.fx.ctr_ok({"task", "pause", "carried"}).ok());
+    ShimRun run = run_upgrade_of(s, binary, "carried");
+    INFO("swap " << swap << ": " << run.describe());
+    REQUIRE(run.exit_code == 0);
+    CHECK(exe_of(shims[0]) == fs::canonical(binary).string());
+    CHECK(shim::test::live_shims(binary, s.fx.ns()) == shims);
+    CHECK(s.task_status("carried") == (swap == 3 ? "PAUSED" : "RUNNING"));
+    CHECK(s.task_pid("carried") == task);
+    if (swap == 3) REQUIRE(s.fx.ctr_ok({"task", "resume", "carried"}).ok());
+    CHECK(waiter.running());
+  }
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "SIGKILL", "carried"}).ok());
+  std::optional<int> waited = waiter.wait_for(std::chrono::seconds(20));
+  REQUIRE(waited.has_value());
+  // ctr run exits with the task's status (the Wait's answer), having deleted the task.
+  CHECK(*waited == 137);
+  CHECK(s.task_status("carried").empty());
+  REQUIRE(s.fx.ctr_ok({"container", "rm", "carried"}).ok());
+  REQUIRE(shim::test::wait_no_live_shims(runc_shim(), s.fx.ns(), std::chrono::seconds(10)));
+  const std::vector<std::string> expected = {"/tasks/create",  "/tasks/start", "/tasks/paused",
+                                             "/tasks/resumed", "/tasks/exit",  "/tasks/delete"};
+  for (int i = 0; i < 50 && shim::test::event_topics_for(*events, "carried") != expected; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(shim::test::event_topics_for(*events, "carried") == expected);
 }

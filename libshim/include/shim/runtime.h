@@ -133,6 +133,13 @@ class Instance {
   virtual Status stats(pb::Any* metrics);
   // The container's pids. Unimplemented (the default): libshim reads the init's cgroup.
   virtual Status pids(std::vector<std::uint32_t>* pids);
+
+  // Live upgrade (shim/live_upgrade.h): what Runtime::reopen() needs, besides the
+  // ContainerConfig, to make this Instance again in the next program; the container's
+  // processes keep running meanwhile. Called on the event loop while the shim is paused
+  // (no other call of this Instance runs): keep it short. Unimplemented (the default):
+  // the shim refuses live upgrades while it has this container.
+  virtual Status save_for_upgrade(boost::json::object* state);
 };
 
 // A vendor's runtime: opens an Instance per container (one Runtime per shim daemon).
@@ -145,6 +152,15 @@ class Runtime {
   // Instance; `config.rootfs` is mounted only after open() returned. Creates of
   // different containers may call open() at the same time.
   virtual Status open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) = 0;
+
+  // Live upgrade, in the new program: the Instance of a container the old program ran
+  // (its processes are running, or exited), from its config and what its
+  // Instance::save_for_upgrade() wrote (an older or newer build of this shim may have
+  // written it). Nothing is mounted or written again. Called on the main thread before the
+  // shim serves. Unimplemented (the default), or any error: the old program is brought
+  // back and the upgrade fails with this status.
+  virtual Status reopen(const ContainerConfig& config, const boost::json::object& saved,
+                        std::unique_ptr<Instance>* instance);
 };
 
 }  // namespace shim

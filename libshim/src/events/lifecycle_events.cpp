@@ -243,6 +243,23 @@ std::size_t LifecycleEvents::held_exit_count() const {
   return count + deferred_.size();
 }
 
+bool LifecycleEvents::settled() const {
+  if (!starts_.empty() || !holds_.empty() || !deferred_.empty() || held_exit_count() != 0)
+    return false;
+  for (const auto& [id, container] : containers_) {
+    if (container.held_oom) return false;
+  }
+  return true;
+}
+
+void LifecycleEvents::restore_process(const ProcessRef& process, std::uint32_t pid, bool started,
+                                      bool exited) {
+  ContainerState& container = containers_[process.container_id];
+  if (process.is_init()) container.init_pid = pid;
+  if (!process.is_init() && started && !exited) container.live_execs.insert(process.exec_id);
+  if (pid != 0 && !exited) track(pid, process);
+}
+
 void LifecycleEvents::track(std::uint32_t pid, const ProcessRef& ref) {
   Tracked& tracked = by_pid_[pid];
   tracked.ref = ref;

@@ -115,14 +115,39 @@ shim::Status CliInstance::pids(std::vector<std::uint32_t>* pids) {
 
 shim::Status CliRuntime::open(const shim::ContainerConfig& config,
                               std::unique_ptr<shim::Instance>* instance) {
+  return make_instance(config, /*write_bundle_files=*/true, instance);
+}
+
+// The CLI keeps the container's state itself (its --root): the next program needs only
+// the config, whose runtime options name the binary, root and cgroup driver again.
+shim::Status CliInstance::save_for_upgrade(boost::json::object* state) {
+  if (restore_) {
+    return shim::Status(
+        shim::Code::kFailedPrecondition,
+        fmt::format("container {} waits for its restore from {}", config_.id, config_.checkpoint));
+  }
+  state->clear();
+  return {};
+}
+
+shim::Status CliRuntime::reopen(const shim::ContainerConfig& config, const boost::json::object&,
+                                std::unique_ptr<shim::Instance>* instance) {
+  return make_instance(config, /*write_bundle_files=*/false, instance);
+}
+
+shim::Status CliRuntime::make_instance(const shim::ContainerConfig& config, bool write_bundle_files,
+                                       std::unique_ptr<shim::Instance>* instance) {
   DecodedOptions decoded;
   if (config.options && !config.options->type_url().empty()) {
     if (shim::Status s = decode_runc_options(*config.options, &decoded); !s.ok()) return s;
-    if (!decoded.note.empty()) context_.logger.warn("runtime options", {{"note", decoded.note}});
+    if (!decoded.note.empty() && write_bundle_files)
+      context_.logger.warn("runtime options", {{"note", decoded.note}});
   }
   const RuncOptions& options = decoded.options;
-  if (shim::Status s = write_options(config.bundle, options); !s.ok()) return s;
-  if (shim::Status s = write_runtime(config.bundle, options.binary_name()); !s.ok()) return s;
+  if (write_bundle_files) {
+    if (shim::Status s = write_options(config.bundle, options); !s.ok()) return s;
+    if (shim::Status s = write_runtime(config.bundle, options.binary_name()); !s.ok()) return s;
+  }
   std::string binary = options.binary_name().empty() ? default_binary_ : options.binary_name();
   CliConfig runc{binary, runc_root(options), context_.identity.ns, config.bundle,
                  options.systemd_cgroup()};

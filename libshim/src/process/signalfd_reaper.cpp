@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/post.hpp>
 #include <fmt/format.h>
+#include <boost/asio/post.hpp>
 
 namespace shim {
 
@@ -201,6 +201,16 @@ class SignalfdReaper::Impl : public std::enable_shared_from_this<SignalfdReaper:
     return stats_;
   }
 
+  bool fan_out_idle() const {
+    std::lock_guard lock(mu_);
+    if (!parked_.empty() || !spawns_in_flight_.empty()) return false;
+    for (const auto& subscriber : subscribers_) {
+      std::lock_guard queue(subscriber->mu);
+      if (!subscriber->queue.empty() || subscriber->draining) return false;
+    }
+    return true;
+  }
+
  private:
   struct Parked {
     ProcessExit exit;
@@ -320,6 +330,8 @@ void SignalfdReaper::stop() {
 }
 
 void SignalfdReaper::reap_now() { impl_->reap_pass(); }
+
+bool SignalfdReaper::fan_out_idle() const { return impl_->fan_out_idle(); }
 
 Subscription SignalfdReaper::subscribe(ExitCallback callback) {
   return impl_->subscribe(impl_->executor(), std::move(callback));

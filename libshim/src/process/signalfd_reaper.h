@@ -1,6 +1,7 @@
 // SignalfdReaper: the real Reaper. A child subreaper that reaps on SIGCHLD read from a
 // signalfd on the event loop (via SignalWatcher), looping waitpid(-1, WNOHANG) until
-// nothing is left on every wakeup, so coalesced SIGCHLDs lose nothing (as containerd's sys/reaper loops to ECHILD).
+// nothing is left on every wakeup, so coalesced SIGCHLDs lose nothing (as containerd's sys/reaper
+// loops to ECHILD).
 //
 // Setup, in main(), before any thread exists:
 //   SignalWatcher::block_in_this_thread({SIGCHLD, SIGTERM, SIGINT, SIGUSR1});
@@ -25,8 +26,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "shim/process/reaper.h"
 #include "process/signal_watcher.h"
+#include "shim/process/reaper.h"
 
 namespace shim {
 
@@ -39,11 +40,11 @@ struct ReaperOptions {
 };
 
 struct ReaperStats {
-  std::uint64_t wakeups = 0;     // reap passes (SIGCHLD reads, start(), reap_now())
-  std::uint64_t reaped = 0;      // exits collected
-  std::uint64_t claimed = 0;     // handed to spawn_claimed() callers
-  std::uint64_t fanned_out = 0;  // handed to subscribers
-  std::uint64_t parked = 0;      // held back because a spawn was in flight when reaped
+  std::uint64_t wakeups = 0;              // reap passes (SIGCHLD reads, start(), reap_now())
+  std::uint64_t reaped = 0;               // exits collected
+  std::uint64_t claimed = 0;              // handed to spawn_claimed() callers
+  std::uint64_t fanned_out = 0;           // handed to subscribers
+  std::uint64_t parked = 0;               // held back because a spawn was in flight when reaped
   std::uint64_t claimed_from_parked = 0;  // a spawn's child that exited before it registered
 };
 
@@ -74,6 +75,10 @@ class SignalfdReaper final : public Reaper {
                        ClaimedProcess* process) override;
 
   ReaperStats stats() const;
+  // Whether every exit reaped so far reached its subscribers (none queued, parked or
+  // being delivered) and no spawn is in flight. Thread-safe. A live upgrade execs only
+  // then: an exit still queued would be lost with the old program.
+  bool fan_out_idle() const;
 
   class Impl;
 

@@ -120,9 +120,10 @@ void dump_state(Logger& logger, const ttrpc::TtrpcServer& server, const EventFor
   logger.info("state dump", fields);
 }
 
-// The daemon's reaper: the plug-in's, or libshim's signalfd subreaper (`ours`).
+// The daemon's reaper: the plug-in's, or libshim's signalfd subreaper (`ours`, not started
+// yet: run_serve starts it once the services exist).
 Status make_reaper(Manager& manager, const ServerOptions& options,
-                   boost::asio::any_io_executor executor, SignalWatcher& signals, Logger& logger,
+                   boost::asio::any_io_executor executor, SignalWatcher& signals,
                    std::unique_ptr<Reaper>* reaper, SignalfdReaper** ours) {
   if (Status s = vendor_call("Manager::create_reaper",
                              [&] {
@@ -135,7 +136,6 @@ Status make_reaper(Manager& manager, const ServerOptions& options,
   if (*reaper != nullptr) return {};
   auto signalfd = std::make_unique<SignalfdReaper>(
       executor, signals, ReaperOptions{.child_subreaper = options.subreaper});
-  if (Status s = signalfd->start(); !s.ok()) logger.warn("reaper setup", {{"error", s.message()}});
   *ours = signalfd.get();
   *reaper = std::move(signalfd);
   return {};
@@ -178,7 +178,8 @@ Status make_services(Manager& manager, ServiceContext& context, ttrpc::Router& r
 // What a live upgrade needs of the daemon; a service without a participant refuses it.
 upgrade::UpgradeSetup upgrade_setup(const ShimFlags& flags, const Manager& manager,
                                     ServiceContext& context, EventForwarder& forwarder,
-                                    Reaper& reaper, DaemonServices& services) {
+                                    Reaper& reaper, const SignalfdReaper* ours,
+                                    DaemonServices& services) {
   upgrade::UpgradeSetup setup;
   setup.executor = context.executor;
   setup.logger = &context.logger;
@@ -186,6 +187,7 @@ upgrade::UpgradeSetup upgrade_setup(const ShimFlags& flags, const Manager& manag
   setup.spawner = &context.spawner;
   setup.pool = &context.pool;
   setup.forwarder = &forwarder;
+  if (ours != nullptr) setup.exits_delivered = [ours] { return ours->fan_out_idle(); };
   setup.argv = flags.argv;
   UpgradeParticipant* tasks = nullptr;
   Status asked = vendor_call("TaskService::upgrade_participant", [&] {
@@ -265,8 +267,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   SignalWatcher signals(executor);
   SignalfdReaper* signalfd_reaper = nullptr;
   std::unique_ptr<Reaper> reaper;
-  if (Status s =
-          make_reaper(manager, options, executor, signals, logger, &reaper, &signalfd_reaper);
+  if (Status s = make_reaper(manager, options, executor, signals, &reaper, &signalfd_reaper);
       !s.ok()) {
     logger.error("serve", {{"error", s.message()}});
     return 1;
@@ -303,7 +304,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return 1;
   }
   upgrade::LiveUpgrade live_upgrade(
-      upgrade_setup(flags, manager, context, forwarder, *reaper, services));
+      upgrade_setup(flags, manager, context, forwarder, *reaper, signalfd_reaper, services));
   live_upgrade.register_on(router);
   ttrpc::TtrpcServer server(executor, std::move(router));
   live_upgrade.attach(&server);
@@ -314,6 +315,12 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   if (!listening.ok()) {
     logger.error("serve", {{"error", listening.message()}});
     return 1;
+  }
+  // Only now: start() reaps what already exited, and after a live upgrade those exits
+  // belong to the processes just restored, which the services must know first.
+  if (signalfd_reaper != nullptr) {
+    if (Status s = signalfd_reaper->start(); !s.ok())
+      logger.warn("reaper setup", {{"error", s.message()}});
   }
   shutdown.attach(&server, &forwarder, socket_path);
   auto watch = [&](int signo, SignalWatcher::Handler handler) {

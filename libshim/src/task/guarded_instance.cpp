@@ -43,6 +43,10 @@ Status GuardedInstance::remove() {
   return guard("Instance::remove", [&] { return instance_->remove(); });
 }
 
+Status GuardedInstance::save_for_upgrade(boost::json::object* state) {
+  return guard("Instance::save_for_upgrade", [&] { return instance_->save_for_upgrade(state); });
+}
+
 Status GuardedInstance::pause() {
   return guard("Instance::pause", [&] { return instance_->pause(); });
 }

@@ -37,6 +37,8 @@ class GuardedInstance {
   Status checkpoint(const CheckpointConfig& config);
   Status stats(pb::Any* metrics);
   Status pids(std::vector<std::uint32_t>* pids);
+  // On the loop, while a live upgrade holds the shim still (shim/runtime.h).
+  Status save_for_upgrade(boost::json::object* state);
 
  private:
   template <class Call>

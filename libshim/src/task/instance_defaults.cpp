@@ -15,6 +15,13 @@ Status Instance::update(std::string_view) { return not_implemented("update"); }
 Status Instance::checkpoint(const CheckpointConfig&) { return not_implemented("checkpoint"); }
 Status Instance::stats(pb::Any*) { return not_implemented("stats"); }
 Status Instance::pids(std::vector<std::uint32_t>*) { return not_implemented("pids"); }
+Status Instance::save_for_upgrade(boost::json::object*) {
+  return not_implemented("save_for_upgrade");
+}
+Status Runtime::reopen(const ContainerConfig&, const boost::json::object&,
+                       std::unique_ptr<Instance>*) {
+  return not_implemented("reopen");
+}
 
 bool has_private_pid_namespace(const boost::json::object& spec) {
   if (spec.empty()) return true;  // unknown: do not kill anything extra

@@ -18,6 +18,8 @@
 #include <string>
 #include <type_traits>
 
+#include <boost/json/value.hpp>
+
 #include "shim/events/lifecycle_events.h"
 #include "shim/linux/oom_watcher.h"
 #include "shim/process/subscription.h"
@@ -59,7 +61,7 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
                Reply<task::ConnectResponse> reply) override;
   void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
 
-  // Live upgrade: so far only a shim without containers (docs/live-upgrade.md).
+  // Live upgrade (runtime_task_upgrade.cpp): containers whose processes have no stdio.
   UpgradeParticipant* upgrade_participant() override { return this; }
   std::string_view upgrade_key() const override { return "tasks"; }
   Status ready_for_upgrade() override;
@@ -98,6 +100,7 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
   void before_delete(const std::string& id, const std::string& exec_id, std::function<void()> next);
   void after_exit_published(TaskProcess& process, std::function<void()> next);
   void watch_oom(const TaskContainer& container);
+  Status restore_container(const boost::json::value& saved);
 
   void on_reaped(const ProcessRef& ref, const ProcessExit& exit);
   void kill_rest_of(TaskContainer& container, std::function<void()> done);

@@ -1,33 +1,145 @@
-// RuntimeTaskService's part in a live upgrade (shim/live_upgrade.h). Carrying containers
-// across the exec (their processes, stdio copies, exits, Waits and the runtime's Instance
-// state) is the next step of docs/live-upgrade.md; until then a shim that has any
-// container refuses, and the old program serves on unchanged.
+// RuntimeTaskService's part in a live upgrade (shim/live_upgrade.h, docs/live-upgrade.md):
+// its containers cross the exec. Their processes stay the shim's children; the records
+// (task/task_upgrade_records.h) and the runtime's Instance state (Instance::
+// save_for_upgrade, Runtime::reopen) go into the upgrade state, and the new program
+// makes again what only a running program holds: pidfds, OOM watchers, stdio. Wait calls
+// in flight come back to it as requests (the server resends them) and are answered from
+// the restored exits; an exit reaped after the exec reaches it because the reaper starts
+// only after the restore.
+//
+// Carried so far: processes without stdio (`ctr run --null-io`, a pod's pause container
+// under a runtime that gives it none). A process with stdio (FIFO copies and their output
+// buffers, terminals, loggers) refuses the upgrade with the reason: the next step.
 #include <fmt/format.h>
 
+#include "common/vendor_call.h"
 #include "task/runtime_task_service.h"
+#include "task/task_upgrade_records.h"
 
 namespace shim {
 
-Status RuntimeTaskService::ready_for_upgrade() {
-  const std::size_t count = containers_.size() + creating_.size();
-  if (count == 0) return {};
-  return Status(Code::kFailedPrecondition,
-                fmt::format("live upgrade of a shim that has containers is not supported yet "
-                            "(libshim {}): this shim has {}",
-                            LIBSHIM_VERSION, count));
+namespace json = boost::json;
+
+namespace {
+
+std::string process_name(const TaskContainer& container, const TaskProcess& process) {
+  return process.is_init() ? fmt::format("container {}", container.id)
+                           : fmt::format("exec {} of container {}", process.exec_id, container.id);
 }
 
-Status RuntimeTaskService::save_for_upgrade(boost::json::object* state, std::vector<int>*) {
-  (*state)["containers"] = boost::json::array();
+// Why `process` cannot be saved now: Unavailable (busy, asked again) or another code
+// (never, as it is: the upgrade is refused).
+Status process_ready(const TaskContainer& container, const TaskProcess& process) {
+  if (!process.stdio.is_null() || process.stdio.terminal ||
+      (process.io && !process.io->is_null())) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("{} has stdio; live upgrade carries only processes without stdio "
+                              "so far (libshim {})",
+                              process_name(container, process), LIBSHIM_VERSION));
+  }
+  if (process.busy || process.deleting || !process.later_deletes.empty() ||
+      !process.exit_published_waiters.empty() || process.state == ProcessState::kPausing ||
+      (process.exit && !process.exit_published)) {
+    return Status(Code::kUnavailable, fmt::format("{}: a call or its exit is under way",
+                                                  process_name(container, process)));
+  }
   return {};
 }
 
-Status RuntimeTaskService::restore_after_upgrade(const boost::json::object& state) {
-  const auto* containers = state.if_contains("containers");
-  if (containers == nullptr || !containers->is_array() || !containers->as_array().empty()) {
-    return Status(Code::kFailedPrecondition,
-                  "the upgrade state has containers; this program restores none");
+}  // namespace
+
+Status RuntimeTaskService::ready_for_upgrade() {
+  if (!creating_.empty()) return Status(Code::kUnavailable, "a Create is under way");
+  for (const auto& [id, container] : containers_) {
+    if (container->restore_pending) {
+      return Status(Code::kFailedPrecondition,
+                    fmt::format("container {} waits for its restore from a checkpoint", id));
+    }
+    if (container->ops->busy()) {
+      return Status(Code::kUnavailable,
+                    fmt::format("container {}: a runtime call is under way", id));
+    }
+    if (Status s = process_ready(*container, container->init); !s.ok()) return s;
+    for (const auto& [exec_id, exec] : container->execs) {
+      if (Status s = process_ready(*container, *exec); !s.ok()) return s;
+    }
   }
+  if (!events_.settled())
+    return Status(Code::kUnavailable, "an exit or a start is being published");
+  return {};
+}
+
+Status RuntimeTaskService::save_for_upgrade(json::object* state, std::vector<int>*) {
+  json::array containers;
+  for (const auto& [id, container] : containers_) {
+    json::object instance;
+    Status saved = container->holder->instance.save_for_upgrade(&instance);
+    if (saved.code() == Code::kUnimplemented) {
+      return Status(Code::kFailedPrecondition,
+                    fmt::format("container {}: its runtime cannot carry it across a live upgrade "
+                                "(Instance::save_for_upgrade: {})",
+                                id, saved.message()));
+    }
+    if (!saved.ok())
+      return Status(saved.code(), fmt::format("container {}: {}", id, saved.message()));
+    containers.push_back(save_container(*container, std::move(instance)));
+  }
+  (*state)["containers"] = std::move(containers);
+  return {};
+}
+
+Status RuntimeTaskService::restore_after_upgrade(const json::object& state) {
+  const json::value* containers = state.if_contains("containers");
+  if (containers == nullptr || !containers->is_array()) {
+    return Status(Code::kFailedPrecondition, "upgrade state: tasks.containers is not an array");
+  }
+  for (const json::value& saved : containers->as_array()) {
+    if (Status s = restore_container(saved); !s.ok()) return s;
+  }
+  return {};
+}
+
+Status RuntimeTaskService::restore_container(const json::value& saved) {
+  auto container = std::make_unique<TaskContainer>();
+  auto holder = std::make_shared<InstanceHolder>();
+  json::object instance_state;
+  if (Status s = load_container(saved, container.get(), &holder->config, &instance_state); !s.ok())
+    return s;
+  const std::string id = container->id;
+  std::unique_ptr<Instance> instance;
+  Status reopened = vendor_call(
+      "Runtime::reopen",
+      [&] { return runtime_->reopen(holder->config, instance_state, &instance); }, &context_.logger,
+      id);
+  if (reopened.ok() && instance == nullptr)
+    reopened = Status(Code::kInternal, "Runtime::reopen made no instance");
+  if (!reopened.ok()) {
+    return Status(reopened.code(), fmt::format("container {}: {}", id, reopened.message()));
+  }
+  holder->instance = GuardedInstance(std::move(instance), context_.logger, id);
+  container->holder = holder;
+
+  std::vector<TaskProcess*> processes{&container->init};
+  for (auto& [exec_id, exec] : container->execs) processes.push_back(exec.get());
+  for (TaskProcess* process : processes) {
+    // Only null stdio is saved (ready_for_upgrade), which opens nothing.
+    if (Status s = make_process_io(context_, *holder, process->stdio, process->id, &process->io);
+        !s.ok()) {
+      return Status(s.code(),
+                    fmt::format("{}: stdio: {}", process_name(*container, *process), s.message()));
+    }
+    process->io->close_runtime_ends();
+    if (Status s = process->io->start(); !s.ok()) return s;
+    // Not reaped yet (no exit recorded), so the pid is still this process's.
+    if (process->pid != 0 && !process->exit) {
+      ProcessHandle::open(static_cast<pid_t>(process->pid), &process->handle).ignore_error();
+    }
+    events_.restore_process({id, process->exec_id}, process->pid, process->pid != 0,
+                            process->exit.has_value());
+  }
+  watch_oom(*container);
+  containers_[id] = std::move(container);
+  context_.logger.info("container carried across a live upgrade", {{"id", id}});
   return {};
 }
 

@@ -117,6 +117,8 @@ void LiveUpgrade::quiesce() {
 Status LiveUpgrade::quiet() const {
   if (!server_->replies_written()) return Status(Code::kUnavailable, "replies are being written");
   if (!setup_.forwarder->idle()) return Status(Code::kUnavailable, "an event is being forwarded");
+  if (setup_.exits_delivered && !setup_.exits_delivered())
+    return Status(Code::kUnavailable, "an exit is being delivered");
   for (UpgradeParticipant* participant : setup_.participants) {
     Status ready = vendor_call(fmt::format("{}::ready_for_upgrade", participant->upgrade_key()),
                                [&] { return participant->ready_for_upgrade(); });

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,9 @@ struct UpgradeSetup {
   Spawner* spawner = nullptr;
   WorkPool* pool = nullptr;
   EventForwarder* forwarder = nullptr;
+  // Whether every exit reaped so far reached its subscribers (SignalfdReaper::
+  // fan_out_idle); unset with a plug-in's reaper, whose queue the upgrade cannot see.
+  std::function<bool()> exits_delivered;
   // Services with state; a service that cannot take part is named in `refusals`
   // ("the task service does not support live upgrade") and every upgrade is refused.
   std::vector<UpgradeParticipant*> participants;

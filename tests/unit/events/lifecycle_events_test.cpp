@@ -37,13 +37,14 @@ struct Fixture {
   RecordingPublisher publisher;
   std::vector<std::string> reaped;
   std::vector<std::string> waited;
-  LifecycleEvents events{publisher, LifecycleEvents::Hooks{
-      [this](const ProcessRef& p, const ProcessExit&) { reaped.push_back(p.exec_id); },
-      [this](const ProcessRef& p, const ProcessExit&) { waited.push_back(p.exec_id); }}};
+  LifecycleEvents events{
+      publisher,
+      LifecycleEvents::Hooks{
+          [this](const ProcessRef& p, const ProcessExit&) { reaped.push_back(p.exec_id); },
+          [this](const ProcessRef& p, const ProcessExit&) { waited.push_back(p.exec_id); }}};
 };
 
-TEST_CASE("start is published before the exit of a process that dies during start",
-          "[lifecycle]") {
+TEST_CASE("start is published before the exit of a process that dies during start", "[lifecycle]") {
   Fixture f;
   f.events.created(create_event("c1", 100));
   auto token = f.events.begin_start({"c1", ""});
@@ -60,8 +61,7 @@ TEST_CASE("start is published before the exit of a process that dies during star
   CHECK(exit.exited_at().seconds() == 1700000000);
 }
 
-TEST_CASE("an exec that exits before its pid is known is held until exec-started",
-          "[lifecycle]") {
+TEST_CASE("an exec that exits before its pid is known is held until exec-started", "[lifecycle]") {
   Fixture f;
   f.events.created(create_event("c1", 100));
   f.events.start_succeeded(f.events.begin_start({"c1", ""}), 100);
@@ -144,8 +144,10 @@ TEST_CASE("a reused pid after reaping belongs to the new process", "[lifecycle]"
 TEST_CASE("oom published from on_reaped precedes the exit", "[lifecycle]") {
   RecordingPublisher publisher;
   LifecycleEvents* self = nullptr;
-  LifecycleEvents events(publisher, LifecycleEvents::Hooks{
-      [&](const ProcessRef& p, const ProcessExit&) { self->oom(p.container_id); }, nullptr});
+  LifecycleEvents events(
+      publisher,
+      LifecycleEvents::Hooks{
+          [&](const ProcessRef& p, const ProcessExit&) { self->oom(p.container_id); }, nullptr});
   self = &events;
   events.created(create_event("c1", 100));
   events.start_succeeded(events.begin_start({"c1", ""}), 100);
@@ -167,8 +169,8 @@ TEST_CASE("an oom seen while the init is being started follows its start", "[lif
   f.events.handle_exit(exit_of(100, 137));
   CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/create", "/tasks/oom"});
   f.events.start_succeeded(token, 100);
-  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/create", "/tasks/oom", "/tasks/start",
-                                       "/tasks/oom", "/tasks/exit"});
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/create", "/tasks/oom",
+                                       "/tasks/start", "/tasks/oom", "/tasks/exit"});
   f.events.start_failed(exec);
 
   auto failed = f.events.begin_start({"c2", ""});
@@ -202,6 +204,46 @@ TEST_CASE("held unknown exits are dropped when the hold ends unclaimed", "[lifec
   f.events.release_hold(hold);
   CHECK(f.events.held_exit_count() == 0);
   CHECK(f.publisher.topics().empty());
+}
+
+}  // namespace
+}  // namespace shim
+
+namespace shim {
+namespace {
+
+// Live upgrade: the new program's LifecycleEvents, restored from the records, matches
+// exits and orders them as the old one would have.
+TEST_CASE("restored processes: exits matched, the init's TaskExit after its live exec's",
+          "[lifecycle][upgrade]") {
+  Fixture f;
+  f.events.restore_process({"c1", ""}, 100, true, false);
+  f.events.restore_process({"c1", "e1"}, 200, true, false);  // running
+  f.events.restore_process({"c1", "e2"}, 300, true, true);   // exited and published before
+  f.events.restore_process({"c1", "e3"}, 0, false, false);   // added, never started
+  CHECK(f.events.settled());
+  f.events.handle_exit(exit_of(300, 0));  // not ours any more: ignored
+  f.events.handle_exit(exit_of(100, 137));
+  CHECK(f.publisher.topics().empty());  // held for e1
+  CHECK_FALSE(f.events.settled());
+  f.events.handle_exit(exit_of(200, 137));
+  CHECK(f.publisher.topics() == Topics{"/tasks/exit", "/tasks/exit"});
+  CHECK(f.waited == std::vector<std::string>{"e1", ""});
+  CHECK(last_exit(f.publisher).id() == "c1");
+  CHECK(f.events.settled());
+}
+
+TEST_CASE("settled: not while a start is under way or an exit is held", "[lifecycle][upgrade]") {
+  Fixture f;
+  CHECK(f.events.settled());
+  auto hold = f.events.hold_exits();
+  CHECK_FALSE(f.events.settled());
+  f.events.release_hold(hold);
+  f.events.created(create_event("c1", 100));
+  auto token = f.events.begin_start({"c1", ""});
+  CHECK_FALSE(f.events.settled());
+  f.events.start_succeeded(token, 100);
+  CHECK(f.events.settled());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // LifecycleEvents: publishes a shim's task events in the order containerd requires, so
-// every plug-in gets the ordering right for free (containerd runtime/v2/shim.go and the CRI plugin rely on it):
+// every plug-in gets the ordering right for free (containerd runtime/v2/shim.go and the CRI plugin
+// rely on it):
 //
 //   * a process's TaskStart / TaskExecStarted goes out before its TaskExit, even when the
 //     process dies before the start call has returned (its exit is held meanwhile);
@@ -20,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "shim/events/publisher.h"
 #include "shim/pb/containerd/events.pb.h"
 #include "shim/process/exit.h"
-#include "shim/events/publisher.h"
 
 namespace shim {
 
@@ -101,6 +102,15 @@ class LifecycleEvents {
 
   // For tests and state dumps.
   std::size_t held_exit_count() const;
+
+  // Live upgrade (shim/live_upgrade.h). Whether nothing is under way or held: no start,
+  // no hold, no held or deferred exit, no held TaskOOM. Only then is the state below all
+  // there is to carry.
+  bool settled() const;
+  // In the new program, per process the old one tracked: `pid` (0: none) is tracked
+  // unless `exited`; a started exec that has not exited holds its init's TaskExit, as
+  // it did before.
+  void restore_process(const ProcessRef& process, std::uint32_t pid, bool started, bool exited);
 
  private:
   struct Tracked {

@@ -44,6 +44,9 @@ class CliInstance final : public shim::Instance {
   // runc: Unimplemented, so libshim reads the init's cgroup as `runc ps` would (no runc
   // per call); any other CLI: `<cli> ps --format json`.
   shim::Status pids(std::vector<std::uint32_t>* pids) override;
+  // Live upgrade: nothing beyond the config (the CLI keeps the container's state); a
+  // container still to be restored from a checkpoint refuses.
+  shim::Status save_for_upgrade(boost::json::object* state) override;
 
  private:
   // `runc restore` at Start of a container created from a checkpoint.
@@ -69,8 +72,14 @@ class CliRuntime final : public shim::Runtime {
   // writes <bundle>/options.json and <bundle>/runtime, as the Go shim's NewContainer.
   shim::Status open(const shim::ContainerConfig& config,
                     std::unique_ptr<shim::Instance>* instance) override;
+  // Live upgrade: the CliInstance of `config` again, writing no bundle file.
+  shim::Status reopen(const shim::ContainerConfig& config, const boost::json::object& saved,
+                      std::unique_ptr<shim::Instance>* instance) override;
 
  private:
+  shim::Status make_instance(const shim::ContainerConfig& config, bool write_bundle_files,
+                             std::unique_ptr<shim::Instance>* instance);
+
   shim::ServiceContext& context_;
   std::string default_binary_;
 };

@@ -1,0 +1,240 @@
+#include "task/task_upgrade_records.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "upgrade/upgrade_support.h"
+
+namespace shim {
+
+namespace json = boost::json;
+
+namespace {
+
+// Reads fields of one JSON object, keeping the first error (with where it was).
+class Fields {
+ public:
+  Fields(const json::value& value, std::string where) : where_(std::move(where)) {
+    object_ = value.if_object();
+    if (object_ == nullptr) fail("", "an object");
+  }
+
+  std::string text(std::string_view key) {
+    const json::value* v = find(key);
+    if (v != nullptr && v->is_string()) return std::string(v->as_string());
+    fail(key, "a string");
+    return {};
+  }
+  std::int64_t number(std::string_view key) {
+    const json::value* v = find(key);
+    if (v != nullptr && v->is_int64()) return v->as_int64();
+    if (v != nullptr && v->is_uint64() && v->as_uint64() <= INT64_MAX)
+      return static_cast<std::int64_t>(v->as_uint64());
+    fail(key, "an integer");
+    return 0;
+  }
+  bool flag(std::string_view key) {
+    const json::value* v = find(key);
+    if (v != nullptr && v->is_bool()) return v->as_bool();
+    fail(key, "a boolean");
+    return false;
+  }
+  // nullptr (and no error) when absent and `optional`.
+  const json::value* object(std::string_view key, bool optional = false) {
+    const json::value* v = object_ == nullptr ? nullptr : object_->if_contains(key);
+    if (v == nullptr && optional) return nullptr;
+    if (v != nullptr && v->is_object()) return v;
+    fail(key, "an object");
+    return nullptr;
+  }
+  const json::array* array(std::string_view key) {
+    const json::value* v = find(key);
+    if (v != nullptr && v->is_array()) return &v->as_array();
+    fail(key, "an array");
+    return nullptr;
+  }
+  void fail(std::string_view key, std::string_view what) {
+    if (!error_.ok()) return;
+    error_ = Status(
+        Code::kFailedPrecondition,
+        fmt::format("upgrade state: {}{}{} is not {}", where_, key.empty() ? "" : ".", key, what));
+  }
+  const Status& status() const { return error_; }
+
+ private:
+  const json::value* find(std::string_view key) const {
+    return object_ == nullptr ? nullptr : object_->if_contains(key);
+  }
+
+  const json::object* object_ = nullptr;
+  std::string where_;
+  Status error_;
+};
+
+json::object save_exit(const ProcessExit& exit) {
+  auto at = std::chrono::duration_cast<std::chrono::nanoseconds>(exit.exited_at.time_since_epoch());
+  return {{"pid", exit.pid},
+          {"status", exit.status},
+          {"wait_status", exit.wait_status},
+          {"exited_at_ns", static_cast<std::int64_t>(at.count())}};
+}
+
+ProcessExit load_exit(Fields& fields) {
+  ProcessExit exit;
+  exit.pid = static_cast<pid_t>(fields.number("pid"));
+  exit.status = static_cast<int>(fields.number("status"));
+  exit.wait_status = static_cast<int>(fields.number("wait_status"));
+  exit.exited_at = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(fields.number("exited_at_ns"))));
+  return exit;
+}
+
+json::object save_process(const TaskProcess& process) {
+  json::object saved{{"id", process.id},
+                     {"exec_id", process.exec_id},
+                     {"stdin", process.stdio.stdin},
+                     {"stdout", process.stdio.stdout},
+                     {"stderr", process.stdio.stderr},
+                     {"terminal", process.stdio.terminal},
+                     {"spec", process.spec_json},
+                     {"state", static_cast<int>(process.state)},
+                     {"pid", static_cast<std::int64_t>(process.pid)},
+                     {"exit_published", process.exit_published}};
+  if (process.exit) saved["exit"] = save_exit(*process.exit);
+  return saved;
+}
+
+Status load_process(const json::value& saved, const std::string& where, TaskProcess* process) {
+  Fields fields(saved, where);
+  process->id = fields.text("id");
+  process->exec_id = fields.text("exec_id");
+  process->stdio = StdioSpec{fields.text("stdin"), fields.text("stdout"), fields.text("stderr"),
+                             fields.flag("terminal")};
+  process->spec_json = fields.text("spec");
+  std::int64_t state = fields.number("state");
+  if (state < 0 || state > static_cast<int>(ProcessState::kStopped))
+    fields.fail("state", "a state");
+  process->state = static_cast<ProcessState>(state);
+  process->pid = static_cast<std::uint32_t>(fields.number("pid"));
+  process->exit_published = fields.flag("exit_published");
+  if (const json::value* exit = fields.object("exit", /*optional=*/true)) {
+    Fields exit_fields(*exit, where + ".exit");
+    process->exit = load_exit(exit_fields);
+    if (!exit_fields.status().ok()) return exit_fields.status();
+  }
+  return fields.status();
+}
+
+json::object save_config(const ContainerConfig& config) {
+  json::object saved{{"id", config.id},
+                     {"bundle", config.bundle},
+                     {"rootfs", config.rootfs},
+                     {"spec", config.spec},
+                     {"checkpoint", config.checkpoint},
+                     {"parent_checkpoint", config.parent_checkpoint},
+                     {"terminal", config.terminal}};
+  if (config.options) {
+    saved["options"] = json::object{{"type_url", config.options->type_url()},
+                                    {"value_hex", upgrade::hex(config.options->value())}};
+  }
+  return saved;
+}
+
+Status load_config(const json::value& saved, const std::string& where, ContainerConfig* config) {
+  Fields fields(saved, where);
+  config->id = fields.text("id");
+  config->bundle = fields.text("bundle");
+  config->rootfs = fields.text("rootfs");
+  if (const json::value* spec = fields.object("spec")) config->spec = spec->as_object();
+  config->checkpoint = fields.text("checkpoint");
+  config->parent_checkpoint = fields.text("parent_checkpoint");
+  config->terminal = fields.flag("terminal");
+  if (const json::value* options = fields.object("options", /*optional=*/true)) {
+    Fields option_fields(*options, where + ".options");
+    pb::Any any;
+    any.set_type_url(option_fields.text("type_url"));
+    std::string bytes;
+    if (!upgrade::unhex(option_fields.text("value_hex"), &bytes))
+      option_fields.fail("value_hex", "hex");
+    any.set_value(bytes);
+    if (!option_fields.status().ok()) return option_fields.status();
+    config->options = std::move(any);
+  }
+  return fields.status();
+}
+
+json::object save_cgroup(const CgroupPaths& cgroup) {
+  json::object controllers;
+  for (const auto& [name, dir] : cgroup.controllers) controllers[name] = dir;
+  return {{"version", cgroup.version == CgroupVersion::kV2 ? 2 : 1},
+          {"controllers", std::move(controllers)},
+          {"unified", cgroup.unified}};
+}
+
+Status load_cgroup(const json::value& saved, const std::string& where, CgroupPaths* cgroup) {
+  Fields fields(saved, where);
+  cgroup->version = fields.number("version") == 2 ? CgroupVersion::kV2 : CgroupVersion::kV1;
+  cgroup->unified = fields.text("unified");
+  if (const json::value* controllers = fields.object("controllers")) {
+    for (const auto& [name, dir] : controllers->as_object()) {
+      if (!dir.is_string()) {
+        fields.fail(fmt::format("controllers.{}", std::string_view(name)), "a string");
+        break;
+      }
+      cgroup->controllers[std::string(name)] = std::string(dir.as_string());
+    }
+  }
+  return fields.status();
+}
+
+}  // namespace
+
+json::object save_container(const TaskContainer& container, json::object instance) {
+  json::array execs;
+  for (const auto& [exec_id, exec] : container.execs) execs.push_back(save_process(*exec));
+  json::object saved{{"id", container.id},
+                     {"bundle", container.bundle},
+                     {"config", save_config(container.holder->config)},
+                     {"private_pid_namespace", container.private_pid_namespace},
+                     {"init", save_process(container.init)},
+                     {"execs", std::move(execs)},
+                     {"instance", std::move(instance)}};
+  if (container.cgroup) saved["cgroup"] = save_cgroup(*container.cgroup);
+  return saved;
+}
+
+Status load_container(const json::value& saved, TaskContainer* container, ContainerConfig* config,
+                      json::object* instance) {
+  Fields fields(saved, "container");
+  container->id = fields.text("id");
+  const std::string where = fmt::format("container {}", container->id);
+  container->bundle = fields.text("bundle");
+  container->private_pid_namespace = fields.flag("private_pid_namespace");
+  const json::value* config_value = fields.object("config");
+  const json::value* init = fields.object("init");
+  const json::array* execs = fields.array("execs");
+  const json::value* instance_value = fields.object("instance");
+  const json::value* cgroup = fields.object("cgroup", /*optional=*/true);
+  if (!fields.status().ok()) return fields.status();
+  *instance = instance_value->as_object();
+  if (Status s = load_config(*config_value, where + ".config", config); !s.ok()) return s;
+  if (Status s = load_process(*init, where + ".init", &container->init); !s.ok()) return s;
+  for (const json::value& saved_exec : *execs) {
+    auto exec = std::make_unique<TaskProcess>();
+    if (Status s = load_process(saved_exec, where + ".execs[]", exec.get()); !s.ok()) return s;
+    std::string exec_id = exec->exec_id;
+    container->execs[exec_id] = std::move(exec);
+  }
+  if (cgroup != nullptr) {
+    CgroupPaths paths;
+    if (Status s = load_cgroup(*cgroup, where + ".cgroup", &paths); !s.ok()) return s;
+    container->cgroup = std::move(paths);
+  }
+  return {};
+}
+
+}  // namespace shim
