@@ -9,7 +9,9 @@
 #      again with the shims of 2, failing on any sanitizer report.
 #   4. Shipping (tests/packaging/run.sh): a Release (gcc) build installed into a temp
 #      prefix, the consumer project built against it and against the .debs, lintian, the
-#      consumer's shims under containerd 1.6 and 2.1 (SKIP_PACKAGING=1: not).
+#      consumer's shims under containerd 1.6 and 2.1 (SKIP_PACKAGING=1: not). Its builds
+#      (PKG_STAGE=build) run in the background during 3, after 2 in priority; its checks
+#      after 3.
 #   5. ctest of 2: the unit tests under ASan+UBSan, then every fuzz target for
 #      FUZZ_SECONDS (default 15) over its seeds (label "fuzz", tests/fuzz/README.md).
 # Every build treats warnings as errors (LIBSHIM_WERROR=ON); a user's build does not.
@@ -51,13 +53,30 @@ if [[ -n "$sanitized" ]]; then
   ) >"$asan.build.log" 2>&1 &
   asan_build=$!
 fi
-# A failing step ends the script: take the background build with it.
+# The packaging's builds (Release, consumers, .debs, lintian: CPU only, no containerd, no
+# system change) run in the background too, below the ASan build's priority; its checks
+# (the .debs installed, the consumer shims under containerd) run after the tests.
+pkg_build="" pkg_work=""
+if [[ "${SKIP_PACKAGING:-0}" != 1 ]]; then
+  pkg_work=$(mktemp -d /tmp/libshim-pkg.XXXXXX)
+  phase "packaging builds ($pkg_work) in the background"
+  PKG_WORK=$pkg_work PKG_STAGE=build BUILD_DIR=$build JOBS=$jobs \
+    nice -n 15 bash "$repo/tests/packaging/run.sh" >"$pkg_work.log" 2>&1 &
+  pkg_build=$!
+fi
+# A failing step ends the script: take the background builds with it.
 stop_tree() {  # <pid>: the process and its descendants
   local child
   for child in $(pgrep -P "$1" || true); do stop_tree "$child"; done
   kill "$1" 2>/dev/null || true
 }
-trap '[[ -n "$asan_build" ]] && stop_tree "$asan_build"' EXIT
+on_exit() {
+  [[ -n "$asan_build" ]] && stop_tree "$asan_build"
+  [[ -n "$pkg_build" ]] && stop_tree "$pkg_build"
+  [[ -n "$pkg_work" ]] && rm -rf "$pkg_work" "$pkg_work.log" "$pkg_work".*.log
+  return 0
+}
+trap on_exit EXIT
 wait_for_asan_build() {
   [[ -n "$asan_build" ]] || return 0
   if ! wait "$asan_build"; then
@@ -79,9 +98,17 @@ else
   ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}
 fi
 
-if [[ "${SKIP_PACKAGING:-0}" != 1 ]]; then
-  phase "packaging"
-  BUILD_DIR=$build JOBS=$jobs bash "$repo/tests/packaging/run.sh"
+if [[ -n "$pkg_build" ]]; then
+  phase "packaging: waiting for its builds"
+  if ! wait "$pkg_build"; then
+    cat "$pkg_work.log"
+    echo "packaging builds failed" >&2
+    exit 1
+  fi
+  pkg_build=""
+  cat "$pkg_work.log"
+  phase "packaging: checks"
+  PKG_WORK=$pkg_work PKG_STAGE=check BUILD_DIR=$build JOBS=$jobs bash "$repo/tests/packaging/run.sh"
 fi
 
 if [[ -n "$sanitized" ]]; then

@@ -24,6 +24,12 @@ build=${BUILD_DIR:-$repo/build}
 jobs=${JOBS:-$(nproc)}
 cache=${LIBSHIM_CACHE:-${HOME:-/root}/.cache/libshim}
 work=${PKG_WORK:-$(mktemp -d /tmp/libshim-pkg.XXXXXX)}
+# PKG_STAGE: all (default); build (steps 1-3: builds, .debs, lintian; no containerd, no
+# system change, so it can run beside other tests); check (step 4, in the PKG_WORK a
+# build stage filled).
+stage=${PKG_STAGE:-all}
+[[ $stage == all || $stage == build || ($stage == check && -n ${PKG_WORK:-}) ]] ||
+  { echo "packaging: PKG_STAGE=$stage (all, build, or check with PKG_WORK)" >&2; exit 2; }
 mkdir -p "$work"
 soversion=$(sed -n 's/^set(LIBSHIM_SOVERSION \([0-9]*\)).*/\1/p' "$repo/CMakeLists.txt")
 packages=(libshim-wasm-shim libshim-example-shim libshim-runc-shim libshim-dev "libshim$soversion")
@@ -52,27 +58,6 @@ lib_build() {  # <dir> <cmake args...>: configure and build the library and the 
         -DLIBSHIM_BENCHMARKS=OFF "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j "$jobs"
 }
-
-# --- 1. the Release build ----------------------------------------------------------------
-step "Release, gcc, LIBSHIM_WERROR=ON"
-lib_build "$work/release" -DCMAKE_BUILD_TYPE=Release
-
-# --- 2. install into a prefix, move it, build the consumer ------------------------------
-step "cmake --install into a temp prefix, moved afterwards"
-rm -rf "$work/stage" "$work/prefix"  # a kept PKG_WORK holds the last run's
-cmake --install "$work/release" --prefix "$work/stage" >/dev/null
-mv "$work/stage" "$work/prefix"
-prefix=$work/prefix
-grep -rl "$work/stage" "$prefix" && fail "the installed tree names the prefix it was installed to"
-[[ $(readelf -d "$prefix/lib/libshim.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p') == "libshim.so.$soversion" ]] ||
-  fail "libshim.so has no SONAME libshim.so.$soversion"
-# libshim.so uses the system's protobuf runtime; it must not carry one of its own.
-defined=$(nm -D --defined-only "$prefix/lib/libshim.so" | c++filt)
-grep -E 'google::protobuf::(internal::fixed_address_empty_string|MessageLite::SerializeAsString)' <<<"$defined" &&
-  fail "libshim.so defines protobuf runtime symbols"
-for shim in containerd-shim-runc-v2 containerd-shim-example-v1 containerd-shim-wasm-v1; do
-  [[ $(file "$prefix/libexec/libshim/$shim") == *'statically linked'* ]] || fail "$shim is not static"
-done
 
 # Configures, builds and installs (into <build>/installed) the CMake project in <src>.
 cmake_project() {  # <src> <build> <cmake args...>
@@ -121,8 +106,6 @@ PY
   echo "$consumer/containerd-shim-crun-v1:$static/containerd-shim-crun-v1" >"$dir/crun"
   echo "$consumer/containerd-shim-consumer-v1 $consumer/containerd-shim-consumer-grpc-v1 $consumer/containerd-shim-crun-v1 $dir/make/containerd-shim-consumer-v1 $tutorial" >"$dir/dynamic"
 }
-step "consumer and tutorial against the temp prefix (find_package, pkg-config, static, gRPC variant)"
-(export PKG_CONFIG_PATH=$prefix/lib/pkgconfig && consumer_build "$work/consumer-prefix" -DCMAKE_PREFIX_PATH="$prefix")
 # The library each consumer loads, resolved: <binary> <expected real path of libshim.so.N>
 check_loads() {
   local loaded
@@ -130,6 +113,34 @@ check_loads() {
   [[ -n $loaded && $(readlink -f "$loaded") == "$(readlink -f "$2")" ]] ||
     fail "$1 loads libshim.so.$soversion from '$loaded', not $2"
 }
+prefix=$work/prefix
+# The packages, in the order lintian and dpkg take them.
+debs=("$work/debs"/libshim${soversion}_*.deb "$work/debs"/libshim-dev_*.deb "$work/debs"/libshim-runc-shim_*.deb
+      "$work/debs"/libshim-example-shim_*.deb "$work/debs"/libshim-wasm-shim_*.deb)
+
+if [[ $stage != check ]]; then
+# --- 1. the Release build ----------------------------------------------------------------
+step "Release, gcc, LIBSHIM_WERROR=ON"
+lib_build "$work/release" -DCMAKE_BUILD_TYPE=Release
+
+# --- 2. install into a prefix, move it, build the consumer ------------------------------
+step "cmake --install into a temp prefix, moved afterwards"
+rm -rf "$work/stage" "$work/prefix"  # a kept PKG_WORK holds the last run's
+cmake --install "$work/release" --prefix "$work/stage" >/dev/null
+mv "$work/stage" "$work/prefix"
+grep -rl "$work/stage" "$prefix" && fail "the installed tree names the prefix it was installed to"
+[[ $(readelf -d "$prefix/lib/libshim.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p') == "libshim.so.$soversion" ]] ||
+  fail "libshim.so has no SONAME libshim.so.$soversion"
+# libshim.so uses the system's protobuf runtime; it must not carry one of its own.
+defined=$(nm -D --defined-only "$prefix/lib/libshim.so" | c++filt)
+grep -E 'google::protobuf::(internal::fixed_address_empty_string|MessageLite::SerializeAsString)' <<<"$defined" &&
+  fail "libshim.so defines protobuf runtime symbols"
+for shim in containerd-shim-runc-v2 containerd-shim-example-v1 containerd-shim-wasm-v1; do
+  [[ $(file "$prefix/libexec/libshim/$shim") == *'statically linked'* ]] || fail "$shim is not static"
+done
+
+step "consumer and tutorial against the temp prefix (find_package, pkg-config, static, gRPC variant)"
+(export PKG_CONFIG_PATH=$prefix/lib/pkgconfig && consumer_build "$work/consumer-prefix" -DCMAKE_PREFIX_PATH="$prefix")
 for bin in $(cat "$work/consumer-prefix/dynamic"); do
   check_loads "$bin" "$prefix/lib/libshim.so.$soversion"
 done
@@ -163,6 +174,9 @@ lintian --info --pedantic --show-overrides --tag-display-limit 0 "${debs[@]}" >"
 echo "lintian (--info --pedantic; O: overridden, with the reason in packaging/debian):"
 grep -E '^[EWIPO]: ' "$work/lintian.txt" | sed -E 's/ \(.*\.o\)//' | sort | uniq -c || echo "  no tags"
 grep -q '^E: ' "$work/lintian.txt" && { grep '^E: ' "$work/lintian.txt"; fail "lintian reports errors"; }
+
+fi
+[[ $stage == build ]] && { step "done (stage build)"; exit 0; }
 
 # --- 4. install the packages, build against /usr, run every consumer shim ---------------
 # One CI run or developer at a time may have them installed (flock); they are purged on
