@@ -7,8 +7,8 @@
 // the restored exits; an exit reaped after the exec reaches it because the reaper starts
 // only after the restore.
 //
-// Carried so far: processes without stdio (`ctr run --null-io`, a pod's pause container
-// under a runtime that gives it none). A process with stdio (FIFO copies and their output
+// Carried so far: processes without stdio (`ctr run --null-io`; CRI's pause containers,
+// which containerd starts with null IO). A process with stdio (FIFO copies and their output
 // buffers, terminals, loggers) refuses the upgrade with the reason: the next step.
 #include <fmt/format.h>
 
@@ -27,11 +27,11 @@ std::string process_name(const TaskContainer& container, const TaskProcess& proc
                            : fmt::format("exec {} of container {}", process.exec_id, container.id);
 }
 
-// Why `process` cannot be saved now: Unavailable (busy, asked again) or another code
-// (never, as it is: the upgrade is refused).
+// Whether `process` can be saved now: Unavailable while a call or its exit is under way
+// (asked again until the quiesce deadline); FailedPrecondition, which refuses the upgrade,
+// for what is not carried yet.
 Status process_ready(const TaskContainer& container, const TaskProcess& process) {
-  if (!process.stdio.is_null() || process.stdio.terminal ||
-      (process.io && !process.io->is_null())) {
+  if (!process.stdio.is_null() || process.stdio.terminal) {  // the spec its io was made from
     return Status(Code::kFailedPrecondition,
                   fmt::format("{} has stdio; live upgrade carries only processes without stdio "
                               "so far (libshim {})",
