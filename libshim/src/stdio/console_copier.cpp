@@ -8,14 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include <boost/asio/post.hpp>
 #include <fmt/format.h>
+#include <boost/asio/post.hpp>
 
 namespace shim::stdio {
 
 namespace {
 
-constexpr std::size_t kBufferSize = 32 * 1024;
 // Steps per turn on the loop before yielding to the other work sharing it.
 constexpr int kStepsPerTurn = 64;
 // After the process exit, how long the output copy still waits for the master's EOF
@@ -68,19 +67,25 @@ void ConsoleCopier::start_input(Fd input, DoneHandler done) {
 void ConsoleCopier::start_output(CopyTarget target, DoneHandler done) {
   if (cancelled_ || output_.done) return;
   output_.done = std::move(done);
-  output_target_ = std::move(target.fd);
-  output_keeper_ = std::move(target.keeper);
   if (!master_.is_open()) {
     // Hung up before the output could start: nothing more will come.
     boost::asio::post(executor_, [self = shared_from_this()] { self->finish(self->output_, {}); });
     output_.active = true;
     return;
   }
+  attach_output(std::move(target.fd), std::move(target.keeper));
+  output_.active = true;
+  boost::asio::post(executor_, [self = shared_from_this()] { self->pump(self->output_); });
+}
+
+void ConsoleCopier::attach_output(std::shared_ptr<Fd> target, Fd keeper) {
+  output_target_ = std::move(target);
+  output_keeper_ = std::move(keeper);
   output_.source = &master_;
   output_.source_is_master = true;
   if (output_target_ && output_target_->valid()) {
     output_.target_fd = output_target_->get();
-    struct stat st{};
+    struct stat st {};
     bool pollable = ::fstat(output_.target_fd, &st) == 0 &&
                     (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode));
     if (pollable) {
@@ -89,8 +94,6 @@ void ConsoleCopier::start_output(CopyTarget target, DoneHandler done) {
       if (!ec) output_.target_waiter = &output_waiter_;
     }
   }
-  output_.active = true;
-  boost::asio::post(executor_, [self = shared_from_this()] { self->pump(self->output_); });
 }
 
 void ConsoleCopier::pump(Leg& leg) {
@@ -132,7 +135,8 @@ ConsoleCopier::Step ConsoleCopier::step(Leg& leg, shim::Status* error) {
     }
     if (n < 0 && errno == EINTR) return Step::kProgress;
     if (n < 0 && errno == EAGAIN && leg.target_waiter != nullptr) return Step::kWaitTarget;
-    *error = shim::unknown(fmt::format("copy {}: write: {}", leg.name, std::strerror(n < 0 ? errno : EIO)));
+    *error = shim::unknown(
+        fmt::format("copy {}: write: {}", leg.name, std::strerror(n < 0 ? errno : EIO)));
     return Step::kError;
   }
   ssize_t n = ::read(leg.source->native_handle(), leg.buffer.data(), leg.buffer.size());
@@ -156,7 +160,8 @@ void ConsoleCopier::wait(Leg& leg, Step blocked) {
   bool& waiting = on_source ? leg.waiting_source : leg.waiting_target;
   if (waiting) return;
   waiting = true;
-  auto on_ready = [self = shared_from_this(), leg = &leg, on_source](const boost::system::error_code& ec) {
+  auto on_ready = [self = shared_from_this(), leg = &leg,
+                   on_source](const boost::system::error_code& ec) {
     (on_source ? leg->waiting_source : leg->waiting_target) = false;
     if (!leg->active) return;
     if (ec) {

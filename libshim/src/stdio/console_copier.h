@@ -25,10 +25,16 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include "shim/status.h"
 #include "stdio/stdio_fd.h"
 #include "stdio/stream_copier.h"
+
+namespace shim::upgrade {
+class CarriedFds;
+}  // namespace shim::upgrade
 
 namespace shim::stdio {
 
@@ -63,6 +69,15 @@ class ConsoleCopier : public std::enable_shared_from_this<ConsoleCopier> {
   // Idempotent.
   void cancel();
 
+  // Live upgrade (stdio/terminal_upgrade.cpp), as StreamCopier's: save_for_upgrade()
+  // notes both legs (their fds, the bytes in hand, counters, where each is) without
+  // changing anything; resume() makes the copier it described on duplicates of the fds
+  // (*carried), with the legs' handlers given again; running legs go on once the loop runs.
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
+  static shim::Status resume(boost::asio::any_io_executor executor, const boost::json::value& saved,
+                             upgrade::CarriedFds* carried, DoneHandler input_done,
+                             DoneHandler output_done, std::shared_ptr<ConsoleCopier>* copier);
+
   std::uint64_t input_bytes() const { return input_.bytes; }
   std::uint64_t output_bytes() const { return output_.bytes; }
   bool master_open() const { return master_.is_open(); }
@@ -90,6 +105,14 @@ class ConsoleCopier : public std::enable_shared_from_this<ConsoleCopier> {
     DoneHandler done;
   };
   enum class Step { kProgress, kEof, kWaitSource, kWaitTarget, kError };
+
+  static boost::json::object save_leg(const Leg& leg);
+  static shim::Status resume_leg(const boost::json::value& saved, const char* where, Leg* leg,
+                                 bool* running);
+  // The output's target (and keeper): registered for write waits when it can be full.
+  void attach_output(std::shared_ptr<Fd> target, Fd keeper);
+
+  static constexpr std::size_t kBufferSize = 32 * 1024;
 
   void pump(Leg& leg);
   Step step(Leg& leg, shim::Status* error);

@@ -51,6 +51,8 @@ class FifoWriterOpener : public std::enable_shared_from_this<FifoWriterOpener> {
 
   void cancel();
   bool done() const { return done_; }
+  // The FIFO's O_PATH fd while probing (-1 once done): a live upgrade carries it.
+  int path_fd() const { return done_ ? -1 : path_fd_.get(); }
 
   // Public for make_shared; use start().
   FifoWriterOpener(boost::asio::any_io_executor executor, Fd fifo_path_fd, std::string path,

@@ -23,9 +23,16 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
 #include "shim/status.h"
 #include "shim/stdio/process_io.h"  // OutputBufferOptions
 #include "stdio/stdio_fd.h"
+
+namespace shim::upgrade {
+class CarriedFds;
+}  // namespace shim::upgrade
 
 namespace shim::stdio {
 
@@ -59,6 +66,17 @@ class OutputBuffer {
   shim::Status front(std::span<const char>* bytes);
   // Drops `n` bytes from the front (n <= front().size()).
   void consume(std::size_t n);
+
+  // Live upgrade (stdio/stdio_upgrade.cpp). Save: the bytes in memory go into a memfd
+  // made here (into *made, which owns it until the exec), the spill file's fd and ring
+  // positions are noted; both fds go to *fds too. Restore, in the new program: the buffer
+  // as it was, on duplicates of the fds (*carried closes the originals at the commit).
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds,
+                                std::vector<Fd>* made) const;
+  static shim::Status restore_after_upgrade(const boost::json::value& saved,
+                                            const std::string& where,
+                                            std::unique_ptr<OutputBuffer>* out,
+                                            upgrade::CarriedFds* carried);
 
   // Counters for tests and logs.
   std::uint64_t spilled_bytes() const { return spilled_bytes_; }  // ever written to the file

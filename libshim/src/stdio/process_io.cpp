@@ -160,16 +160,31 @@ shim::Status ProcessIO::Impl::start_stdin() {
   }
 
   CopyTarget target{std::make_shared<Fd>(std::move(shim_ends_[0])), Fd()};
-  std::weak_ptr<Impl> weak = weak_from_this();
-  copiers_[0] = StreamCopier::start(
-      executor_, "stdin", std::move(reader), std::move(target), options_.copy_method,
-      [weak](const CopyResult& result) {
-        auto self = weak.lock();
-        if (!self || result.status.ok()) return;
-        // Usually EPIPE: the process closed its stdin or exited.
-        self->logger_.debug("stdin copy ended", {{"error", result.status.message()}});
-      });
+  copiers_[0] = StreamCopier::start(executor_, "stdin", std::move(reader), std::move(target),
+                                    options_.copy_method, stdin_done_handler());
   return {};
+}
+
+StreamCopier::DoneHandler ProcessIO::Impl::stdin_done_handler() {
+  return [weak = weak_from_this()](const CopyResult& result) {
+    auto self = weak.lock();
+    if (!self || result.status.ok()) return;
+    // Usually EPIPE: the process closed its stdin or exited.
+    self->logger_.debug("stdin copy ended", {{"error", result.status.message()}});
+  };
+}
+
+StreamCopier::DoneHandler ProcessIO::Impl::output_done_handler(StdioStream stream) {
+  return [weak = weak_from_this(), stream](const CopyResult& result) {
+    if (auto self = weak.lock()) self->on_output_done(stream, result);
+  };
+}
+
+std::function<void(const stdio::OverflowEpisode&)> ProcessIO::Impl::overflow_handler(
+    StdioStream stream) {
+  return [weak = weak_from_this(), stream](const stdio::OverflowEpisode& episode) {
+    if (auto self = weak.lock()) self->log_overflow(stream, episode);
+  };
 }
 
 shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
@@ -191,9 +206,15 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
     start_output_copy(stream, CopyTarget{shared, Fd()});
     return {};
   }
+  start_fifo_opener(stream, std::move(target.fifo_path));
+  return {};
+}
+
+// The output FIFO's writer, once the client has a reader; then the copy into it.
+void ProcessIO::Impl::start_fifo_opener(StdioStream stream, Fd fifo_path) {
   std::weak_ptr<Impl> weak = weak_from_this();
   openers_[stream_index(stream)] = FifoWriterOpener::start(
-      executor_, std::move(target.fifo_path), path,
+      executor_, std::move(fifo_path), path_of(stream),
       [weak, stream](shim::Status status, OpenedFifo fifo) {
         auto self = weak.lock();
         if (!self || self->closed_) return;
@@ -206,26 +227,16 @@ shim::Status ProcessIO::Impl::start_output(StdioStream stream) {
         auto writer = std::make_shared<Fd>(std::move(fifo.writer));
         self->start_output_copy(stream, CopyTarget{writer, std::move(fifo.keeper)}, true);
       });
-  return {};
 }
 
 void ProcessIO::Impl::start_output_copy(StdioStream stream, CopyTarget target, bool buffered) {
-  std::weak_ptr<Impl> weak = weak_from_this();
   std::optional<stdio::CopyBuffering> buffering;
   if (buffered && options_.output_buffer.enabled()) {
-    buffering = stdio::CopyBuffering{options_.output_buffer,
-                                     [weak, stream](const stdio::OverflowEpisode& episode) {
-                                       if (auto self = weak.lock())
-                                         self->log_overflow(stream, episode);
-                                     }};
+    buffering = stdio::CopyBuffering{options_.output_buffer, overflow_handler(stream)};
   }
   copiers_[stream_index(stream)] = StreamCopier::start(
       executor_, kStreamNames[stream_index(stream)], std::move(shim_ends_[stream_index(stream)]),
-      std::move(target), options_.copy_method,
-      [weak, stream](const CopyResult& result) {
-        if (auto self = weak.lock()) self->on_output_done(stream, result);
-      },
-      std::move(buffering));
+      std::move(target), options_.copy_method, output_done_handler(stream), std::move(buffering));
 }
 
 // One line when a drop episode starts, one when it ends (with what it dropped).
@@ -268,6 +279,7 @@ void ProcessIO::Impl::close() {
   for (Fd& fd : shim_ends_) fd.reset();
   shared_file_.reset();
   for (Fd& fd : delivery_probes_) fd.reset();
+  upgrade_made_.clear();
   close_runtime_ends();
   if (binary_logger_) binary_logger_->stop();
   if (terminal_) terminal_->close();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include "shim/stdio/process_io.h"
 #include "stdio/binary_logger.h"
@@ -25,6 +28,10 @@
 #include "stdio/terminal_io.h"
 
 namespace shim {
+
+namespace upgrade {
+class CarriedFds;
+}  // namespace upgrade
 
 inline std::size_t stream_index(StdioStream stream) { return static_cast<std::size_t>(stream); }
 
@@ -49,6 +56,11 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   std::uint64_t buffered_bytes(StdioStream stream) const;
   std::uint64_t dropped_bytes(StdioStream stream) const;
   void close();
+  // Live upgrade (process_io_upgrade.cpp; ProcessIO's methods say what they do).
+  shim::Status upgrade_ready() const;
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
+  void upgrade_aborted() { upgrade_made_.clear(); }
+  shim::Status restore(const boost::json::value& saved, upgrade::CarriedFds* carried);
 
   int runtime_end(StdioStream stream) const {
     std::lock_guard lock(runtime_mu_);
@@ -86,7 +98,15 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   shim::Status open_output_file(const std::string& path);
   shim::Status start_stdin();
   shim::Status start_output(StdioStream stream);
+  void start_fifo_opener(StdioStream stream, stdio::Fd fifo_path);
   void start_output_copy(StdioStream stream, stdio::CopyTarget target, bool buffered = false);
+  stdio::StreamCopier::DoneHandler stdin_done_handler();
+  stdio::StreamCopier::DoneHandler output_done_handler(StdioStream stream);
+  std::function<void(const stdio::OverflowEpisode&)> overflow_handler(StdioStream stream);
+  // Live upgrade (process_io_upgrade.cpp).
+  shim::Status restore_copy(StdioStream stream, const boost::json::value& saved,
+                            upgrade::CarriedFds* carried,
+                            std::map<int, std::shared_ptr<stdio::Fd>>* targets);
   void log_overflow(StdioStream stream, const stdio::OverflowEpisode& episode) const;
   void on_output_done(StdioStream stream, const stdio::CopyResult& result);
   void notify_drained(bool drained);
@@ -124,6 +144,7 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   std::vector<DrainWaiter> waiters_;
   std::shared_ptr<BinaryLogger> binary_logger_;  // binary:// stdout; set in setup only
   std::shared_ptr<TerminalIO> terminal_;         // terminal=true; set in setup only
+  std::vector<stdio::Fd> upgrade_made_;          // what save_for_upgrade() made (memfds)
 };
 
 }  // namespace shim

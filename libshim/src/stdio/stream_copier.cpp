@@ -19,8 +19,6 @@ namespace {
 // splice() asks for this much; pipe to pipe it moves whatever fits (a full pipe is 64 KiB
 // by default), so this only bounds one call.
 constexpr std::size_t kSpliceChunk = std::size_t{1} << 20;
-// Read/write buffer: a whole default pipe in one go.
-constexpr std::size_t kBufferSize = 64 * 1024;
 // Steps per turn on the loop before yielding, so one busy stream cannot starve the
 // others or the RPCs sharing the loop.
 constexpr int kStepsPerTurn = 64;

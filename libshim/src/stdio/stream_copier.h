@@ -23,6 +23,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -38,6 +40,10 @@
 #include "shim/stdio/process_io.h"  // CopyMethod
 #include "stdio/output_buffer.h"
 #include "stdio/stdio_fd.h"
+
+namespace shim::upgrade {
+class CarriedFds;
+}  // namespace shim::upgrade
 
 namespace shim::stdio {
 
@@ -80,6 +86,30 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
                                              CopyMethod method, DoneHandler done,
                                              std::optional<CopyBuffering> buffering = {});
 
+  // Live upgrade (stdio/stdio_upgrade.cpp). save_for_upgrade(): the copy's progress (the
+  // bytes in hand, its buffer, counters) and its fds (source, target, keeper: also into
+  // *fds) into *state; whatever it makes for the save goes into *made. Call on the loop,
+  // between two of its steps (any time on the loop is); the copy itself is not changed.
+  // resume(): in the new program, the copy that save_for_upgrade() described, given its
+  // fds again (the caller opens them from the saved numbers: a target may be shared) and
+  // its `done`/`on_overflow`; it goes on once the loop runs. Errors name the field that is
+  // wrong; on error the fds given are closed (duplicates: see upgrade/carried_fds.h).
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds,
+                                std::vector<Fd>* made);
+  static shim::Status resume(boost::asio::any_io_executor executor, std::string name,
+                             const boost::json::value& saved, Fd source, CopyTarget target,
+                             DoneHandler done,
+                             std::function<void(const OverflowEpisode&)> on_overflow,
+                             upgrade::CarriedFds* carried, std::shared_ptr<StreamCopier>* copier);
+  // The fds of a saved copy, as save_for_upgrade() numbered them (-1: none).
+  struct SavedFds {
+    int source = -1;
+    int target = -1;
+    int keeper = -1;
+  };
+  static shim::Status saved_fds(const boost::json::value& saved, const std::string& where,
+                                SavedFds* fds);
+
   // Stops the copy and closes its fds now. Idempotent. Call on the loop.
   void cancel();
 
@@ -100,6 +130,9 @@ class StreamCopier : public std::enable_shared_from_this<StreamCopier> {
                DoneHandler done);
 
  private:
+  // Read/write buffer: a whole default pipe in one go.
+  static constexpr std::size_t kBufferSize = 64 * 1024;
+
   enum class Side { kNone, kSource, kTarget };
   struct Step;
 

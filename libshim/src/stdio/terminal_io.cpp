@@ -25,7 +25,7 @@ TerminalIO::TerminalIO(boost::asio::any_io_executor executor, StdioSpec spec,
     : executor_(std::move(executor)),
       spec_(std::move(spec)),
       logger_(logger),
-      socket_path_(socket->path()),
+      socket_path_(socket ? socket->path() : std::string()),
       socket_(std::move(socket)) {}
 
 TerminalIO::~TerminalIO() { close(); }
@@ -127,8 +127,12 @@ shim::Status TerminalIO::start_input(Fd* stdin_keeper) {
   if (shim::Status status = stdio::open_stdin_fifo(path, &reader, stdin_keeper); !status.ok()) {
     return status;
   }
-  std::weak_ptr<TerminalIO> weak = weak_from_this();
-  copier_->start_input(std::move(reader), [weak](const CopyResult& result) {
+  copier_->start_input(std::move(reader), input_done_handler());
+  return {};
+}
+
+stdio::ConsoleCopier::DoneHandler TerminalIO::input_done_handler() {
+  return [weak = weak_from_this()](const CopyResult& result) {
     auto self = weak.lock();
     if (!self || !self->copier_) return;
     if (!result.status.ok()) {
@@ -137,15 +141,27 @@ shim::Status TerminalIO::start_input(Fd* stdin_keeper) {
       return;
     }
     self->copier_->hang_up();
-  });
-  return {};
+  };
+}
+
+stdio::ConsoleCopier::DoneHandler TerminalIO::output_done_handler() {
+  return [weak = weak_from_this()](const CopyResult& result) {
+    if (auto self = weak.lock()) self->on_output_done(result);
+  };
+}
+
+void TerminalIO::start_fifo_opener(Fd fifo_path) {
+  std::weak_ptr<TerminalIO> weak = weak_from_this();
+  opener_ =
+      stdio::FifoWriterOpener::start(executor_, std::move(fifo_path), spec_.stdout,
+                                     [weak](shim::Status status, stdio::OpenedFifo fifo) {
+                                       if (auto self = weak.lock())
+                                         self->on_output_opened(std::move(status), std::move(fifo));
+                                     });
 }
 
 shim::Status TerminalIO::start_output(Fd logger_stdout) {
-  std::weak_ptr<TerminalIO> weak = weak_from_this();
-  auto done = [weak](const CopyResult& result) {
-    if (auto self = weak.lock()) self->on_output_done(result);
-  };
+  auto done = output_done_handler();
   if (logger_stdout.valid()) {
     copier_->start_output(CopyTarget{std::make_shared<Fd>(std::move(logger_stdout)), Fd()}, done);
     return {};
@@ -173,12 +189,7 @@ shim::Status TerminalIO::start_output(Fd logger_stdout) {
     copier_->start_output(CopyTarget{std::make_shared<Fd>(std::move(target.file)), Fd()}, done);
     return {};
   }
-  opener_ =
-      stdio::FifoWriterOpener::start(executor_, std::move(target.fifo_path), path,
-                                     [weak](shim::Status status, stdio::OpenedFifo fifo) {
-                                       if (auto self = weak.lock())
-                                         self->on_output_opened(std::move(status), std::move(fifo));
-                                     });
+  start_fifo_opener(std::move(target.fifo_path));
   return {};
 }
 
@@ -188,12 +199,9 @@ void TerminalIO::on_output_opened(shim::Status status, stdio::OpenedFifo fifo) {
     on_output_done(CopyResult{0, std::move(status)});
     return;
   }
-  std::weak_ptr<TerminalIO> weak = weak_from_this();
   copier_->start_output(
       CopyTarget{std::make_shared<Fd>(std::move(fifo.writer)), std::move(fifo.keeper)},
-      [weak](const CopyResult& result) {
-        if (auto self = weak.lock()) self->on_output_done(result);
-      });
+      output_done_handler());
 }
 
 void TerminalIO::on_output_done(const CopyResult& result) {

@@ -1,5 +1,5 @@
-// TerminalIO: the stdio of a process with a terminal (containerd runtime/v2/runc/platform.go), the terminal
-// half of ProcessIO.
+// TerminalIO: the stdio of a process with a terminal (containerd runtime/v2/runc/platform.go), the
+// terminal half of ProcessIO.
 //
 // There are no pipes: the runtime gets `--console-socket <console_socket_path()>`, makes
 // the pty and sends its master there before `create`/`exec` returns. Then, on the pool
@@ -19,15 +19,18 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
-#include "shim/stdio/console_socket.h"
 #include "shim/logger.h"
 #include "shim/status.h"
+#include "shim/stdio/console_socket.h"
+#include "shim/stdio/process_io.h"
 #include "stdio/console_copier.h"
 #include "stdio/fifo_writer_opener.h"
-#include "shim/stdio/process_io.h"
 #include "stdio/stdio_fd.h"
 
 namespace shim {
@@ -83,13 +86,28 @@ class TerminalIO : public std::enable_shared_from_this<TerminalIO> {
   // Stops the copies and closes the master, the socket and its dir. Idempotent.
   void close();
 
-  // Public for make_shared; use create().
+  // Live upgrade (stdio/terminal_upgrade.cpp), on the loop. upgrade_ready():
+  // FailedPrecondition before start() (an exec whose Start has not come: its console
+  // socket still waits for the runtime). save_for_upgrade(): the console copy and the
+  // output FIFO still being opened. restore(): in the new program, the terminal that
+  // save_for_upgrade() described (no console socket: the runtime is done with it).
+  shim::Status upgrade_ready();
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
+  static shim::Status restore(boost::asio::any_io_executor executor, StdioSpec spec,
+                              const shim::Logger& logger, const boost::json::value& saved,
+                              upgrade::CarriedFds* carried, OutputDone output_done,
+                              std::shared_ptr<TerminalIO>* terminal);
+
+  // Public for make_shared; use create() (`socket` is null only for restore()).
   TerminalIO(boost::asio::any_io_executor executor, StdioSpec spec, const shim::Logger& logger,
              std::shared_ptr<shim::ConsoleSocket> socket);
 
  private:
   shim::Status start_input(stdio::Fd* stdin_keeper);
   shim::Status start_output(stdio::Fd logger_stdout);
+  void start_fifo_opener(stdio::Fd fifo_path);
+  stdio::ConsoleCopier::DoneHandler input_done_handler();
+  stdio::ConsoleCopier::DoneHandler output_done_handler();
   void on_output_opened(shim::Status status, stdio::OpenedFifo fifo);
   void on_output_done(const stdio::CopyResult& result);
 

@@ -120,17 +120,25 @@ ProcessStdio runtime_stdio(const ProcessIO& io) {
   return stdio;
 }
 
+Status process_io_options(ServiceContext& context, const InstanceHolder& holder,
+                          const std::string& process_id, ProcessIOOptions* options) {
+  OutputBufferOptions output = context.output_buffer;
+  if (Status s = stdio::apply_output_annotations(holder.config.spec, &output); !s.ok()) return s;
+  output.spill_dir = stdio::output_spill_dir(holder.config.bundle);
+  *options = {.output_buffer = std::move(output),
+              .binary_logger = binary_logger_settings(context, process_id)};
+  return {};
+}
+
 Status make_process_io(ServiceContext& context, const InstanceHolder& holder,
                        const StdioSpec& stdio, const std::string& process_id,
                        std::unique_ptr<ProcessIO>* io) {
   StdioOwner owner;
   if (Status s = holder.instance.stdio_owner(&owner); !s.ok()) return s;
-  OutputBufferOptions output = context.output_buffer;
-  if (Status s = stdio::apply_output_annotations(holder.config.spec, &output); !s.ok()) return s;
-  output.spill_dir = stdio::output_spill_dir(holder.config.bundle);
+  ProcessIOOptions options;
+  if (Status s = process_io_options(context, holder, process_id, &options); !s.ok()) return s;
   return ProcessIO::create(context.executor, stdio, owner.uid, owner.gid, context.logger, io,
-                           {.output_buffer = std::move(output),
-                            .binary_logger = binary_logger_settings(context, process_id)});
+                           options);
 }
 
 // ---- Create ---------------------------------------------------------------------------

@@ -61,12 +61,14 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
                Reply<task::ConnectResponse> reply) override;
   void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
 
-  // Live upgrade (runtime_task_upgrade.cpp): containers whose processes have no stdio.
+  // Live upgrade (runtime_task_upgrade.cpp): containers, their processes and stdio copies
+  // (not yet: binary:// loggers).
   UpgradeParticipant* upgrade_participant() override { return this; }
   std::string_view upgrade_key() const override { return "tasks"; }
   Status ready_for_upgrade() override;
   Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds) override;
   Status restore_after_upgrade(const boost::json::object& state) override;
+  void upgrade_aborted() override;
 
   // The name of this service's keeper in ShutdownControl.
   static constexpr std::string_view kTasksKeeper = "tasks";
@@ -101,6 +103,8 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
   void after_exit_published(TaskProcess& process, std::function<void()> next);
   void watch_oom(const TaskContainer& container);
   Status restore_container(const boost::json::value& saved);
+  Status restore_process_io(const InstanceHolder& holder, TaskProcess& process,
+                            const boost::json::value& saved);
 
   void on_reaped(const ProcessRef& ref, const ProcessExit& exit);
   void kill_rest_of(TaskContainer& container, std::function<void()> done);

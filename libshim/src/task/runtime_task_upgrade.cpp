@@ -2,14 +2,14 @@
 // its containers cross the exec. Their processes stay the shim's children; the records
 // (task/task_upgrade_records.h) and the runtime's Instance state (Instance::
 // save_for_upgrade, Runtime::reopen) go into the upgrade state, and the new program
-// makes again what only a running program holds: pidfds, OOM watchers, stdio. Wait calls
+// makes again what only a running program holds: pidfds, OOM watchers. Wait calls
 // in flight come back to it as requests (the server resends them) and are answered from
 // the restored exits; an exit reaped after the exec reaches it because the reaper starts
 // only after the restore.
 //
-// Carried so far: processes without stdio (`ctr run --null-io`; CRI's pause containers,
-// which containerd starts with null IO). A process with stdio (FIFO copies and their output
-// buffers, terminals, loggers) refuses the upgrade with the reason: the next step.
+// Stdio goes through ProcessIO's own save and restore: FIFO and file copies with their
+// output buffers, and terminals, are carried; a binary:// logger refuses the upgrade with
+// the reason (ProcessIO::upgrade_ready), not carried yet.
 #include <fmt/format.h>
 
 #include "common/vendor_call.h"
@@ -29,19 +29,35 @@ std::string process_name(const TaskContainer& container, const TaskProcess& proc
 
 // Whether `process` can be saved now: Unavailable while a call or its exit is under way
 // (asked again until the quiesce deadline); FailedPrecondition, which refuses the upgrade,
-// for what is not carried yet.
+// for what is not carried yet (ProcessIO::upgrade_ready).
 Status process_ready(const TaskContainer& container, const TaskProcess& process) {
-  if (!process.stdio.is_null() || process.stdio.terminal) {  // the spec its io was made from
-    return Status(Code::kFailedPrecondition,
-                  fmt::format("{} has stdio; live upgrade carries only processes without stdio "
-                              "so far (libshim {})",
-                              process_name(container, process), LIBSHIM_VERSION));
-  }
   if (process.busy || process.deleting || !process.later_deletes.empty() ||
       !process.exit_published_waiters.empty() || process.state == ProcessState::kPausing ||
       (process.exit && !process.exit_published)) {
     return Status(Code::kUnavailable, fmt::format("{}: a call or its exit is under way",
                                                   process_name(container, process)));
+  }
+  if (process.io) {
+    if (Status s = process.io->upgrade_ready(); !s.ok()) {
+      return Status(s.code(), fmt::format("{}: {} (libshim {})", process_name(container, process),
+                                          s.message(), LIBSHIM_VERSION));
+    }
+  }
+  return {};
+}
+
+// Each process's stdio, keyed by exec id ("" for init).
+Status save_stdio(const TaskContainer& container, json::object* stdio, std::vector<int>* fds) {
+  std::vector<const TaskProcess*> processes{&container.init};
+  for (const auto& [exec_id, exec] : container.execs) processes.push_back(exec.get());
+  for (const TaskProcess* process : processes) {
+    if (!process->io) continue;
+    json::object io;
+    if (Status s = process->io->save_for_upgrade(&io, fds); !s.ok()) {
+      return Status(s.code(),
+                    fmt::format("{}: stdio: {}", process_name(container, *process), s.message()));
+    }
+    (*stdio)[process->exec_id] = std::move(io);
   }
   return {};
 }
@@ -69,7 +85,7 @@ Status RuntimeTaskService::ready_for_upgrade() {
   return {};
 }
 
-Status RuntimeTaskService::save_for_upgrade(json::object* state, std::vector<int>*) {
+Status RuntimeTaskService::save_for_upgrade(json::object* state, std::vector<int>* fds) {
   json::array containers;
   for (const auto& [id, container] : containers_) {
     json::object instance;
@@ -82,10 +98,23 @@ Status RuntimeTaskService::save_for_upgrade(json::object* state, std::vector<int
     }
     if (!saved.ok())
       return Status(saved.code(), fmt::format("container {}: {}", id, saved.message()));
-    containers.push_back(save_container(*container, std::move(instance)));
+    json::object stdio;
+    if (Status s = save_stdio(*container, &stdio, fds); !s.ok()) return s;
+    json::object record = save_container(*container, std::move(instance));
+    record["stdio"] = std::move(stdio);
+    containers.push_back(std::move(record));
   }
   (*state)["containers"] = std::move(containers);
   return {};
+}
+
+void RuntimeTaskService::upgrade_aborted() {
+  for (const auto& [id, container] : containers_) {
+    if (container->init.io) container->init.io->upgrade_aborted();
+    for (const auto& [exec_id, exec] : container->execs) {
+      if (exec->io) exec->io->upgrade_aborted();
+    }
+  }
 }
 
 Status RuntimeTaskService::restore_after_upgrade(const json::object& state) {
@@ -121,15 +150,25 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
 
   std::vector<TaskProcess*> processes{&container->init};
   for (auto& [exec_id, exec] : container->execs) processes.push_back(exec.get());
+  const json::value* stdio = saved.is_object() ? saved.as_object().if_contains("stdio") : nullptr;
   for (TaskProcess* process : processes) {
-    // Only null stdio is saved (ready_for_upgrade), which opens nothing.
-    if (Status s = make_process_io(context_, *holder, process->stdio, process->id, &process->io);
-        !s.ok()) {
-      return Status(s.code(),
-                    fmt::format("{}: stdio: {}", process_name(*container, *process), s.message()));
+    const json::value* io = stdio != nullptr && stdio->is_object()
+                                ? stdio->as_object().if_contains(process->exec_id)
+                                : nullptr;
+    Status made;
+    if (io != nullptr) {
+      made = restore_process_io(*holder, *process, *io);
+    } else if (process->stdio.is_null() && !process->stdio.terminal) {
+      // A state without stdio (libshim 0.3.0 wrote none): null IO opens nothing.
+      made = make_process_io(context_, *holder, process->stdio, process->id, &process->io);
+      if (made.ok()) made = process->io->start();
+    } else {
+      made = Status(Code::kFailedPrecondition, "no stdio state");
     }
-    process->io->close_runtime_ends();
-    if (Status s = process->io->start(); !s.ok()) return s;
+    if (!made.ok()) {
+      return Status(made.code(), fmt::format("{}: stdio: {}", process_name(*container, *process),
+                                             made.message()));
+    }
     // Not reaped yet (no exit recorded), so the pid is still this process's.
     if (process->pid != 0 && !process->exit) {
       ProcessHandle::open(static_cast<pid_t>(process->pid), &process->handle).ignore_error();
@@ -141,6 +180,14 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
   containers_[id] = std::move(container);
   context_.logger.info("container carried across a live upgrade", {{"id", id}});
   return {};
+}
+
+Status RuntimeTaskService::restore_process_io(const InstanceHolder& holder, TaskProcess& process,
+                                              const json::value& saved) {
+  ProcessIOOptions options;
+  if (Status s = process_io_options(context_, holder, process.id, &options); !s.ok()) return s;
+  return ProcessIO::restore(context_.executor, process.stdio, saved, context_.logger, &process.io,
+                            options);
 }
 
 }  // namespace shim

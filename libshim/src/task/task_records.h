@@ -93,9 +93,14 @@ ProcessStdio runtime_stdio(const ProcessIO& io);
 // InvalidArgument unless the spec is a JSON object whose numbers all fit a double.
 Status exec_spec(const containerd::task::v2::ExecProcessRequest& request, std::string* spec_json);
 
-// The stdio of a process of `instance` (owner from Instance::stdio_owner()). Any thread.
-// The output buffer: context.output_buffer with the container's io.libshim.output.*
-// annotations applied, spilling into its bundle.
+// How the stdio of a process of `holder`'s container is set up: the output buffer is
+// context.output_buffer with the container's io.libshim.output.* annotations applied,
+// spilling into its bundle. Any thread.
+Status process_io_options(ServiceContext& context, const InstanceHolder& holder,
+                          const std::string& process_id, ProcessIOOptions* options);
+
+// The stdio of a process of `instance` (owner from Instance::stdio_owner(), options from
+// process_io_options()). Any thread.
 Status make_process_io(ServiceContext& context, const InstanceHolder& holder,
                        const StdioSpec& stdio, const std::string& process_id,
                        std::unique_ptr<ProcessIO>* io);

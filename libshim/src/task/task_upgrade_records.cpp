@@ -6,73 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "upgrade/state_fields.h"
 #include "upgrade/upgrade_support.h"
 
 namespace shim {
 
 namespace json = boost::json;
+using Fields = upgrade::StateFields;
 
 namespace {
-
-// Reads fields of one JSON object, keeping the first error (with where it was).
-class Fields {
- public:
-  Fields(const json::value& value, std::string where) : where_(std::move(where)) {
-    object_ = value.if_object();
-    if (object_ == nullptr) fail("", "an object");
-  }
-
-  std::string text(std::string_view key) {
-    const json::value* v = find(key);
-    if (v != nullptr && v->is_string()) return std::string(v->as_string());
-    fail(key, "a string");
-    return {};
-  }
-  std::int64_t number(std::string_view key) {
-    const json::value* v = find(key);
-    if (v != nullptr && v->is_int64()) return v->as_int64();
-    if (v != nullptr && v->is_uint64() && v->as_uint64() <= INT64_MAX)
-      return static_cast<std::int64_t>(v->as_uint64());
-    fail(key, "an integer");
-    return 0;
-  }
-  bool flag(std::string_view key) {
-    const json::value* v = find(key);
-    if (v != nullptr && v->is_bool()) return v->as_bool();
-    fail(key, "a boolean");
-    return false;
-  }
-  // nullptr (and no error) when absent and `optional`.
-  const json::value* object(std::string_view key, bool optional = false) {
-    const json::value* v = object_ == nullptr ? nullptr : object_->if_contains(key);
-    if (v == nullptr && optional) return nullptr;
-    if (v != nullptr && v->is_object()) return v;
-    fail(key, "an object");
-    return nullptr;
-  }
-  const json::array* array(std::string_view key) {
-    const json::value* v = find(key);
-    if (v != nullptr && v->is_array()) return &v->as_array();
-    fail(key, "an array");
-    return nullptr;
-  }
-  void fail(std::string_view key, std::string_view what) {
-    if (!error_.ok()) return;
-    error_ = Status(
-        Code::kFailedPrecondition,
-        fmt::format("upgrade state: {}{}{} is not {}", where_, key.empty() ? "" : ".", key, what));
-  }
-  const Status& status() const { return error_; }
-
- private:
-  const json::value* find(std::string_view key) const {
-    return object_ == nullptr ? nullptr : object_->if_contains(key);
-  }
-
-  const json::object* object_ = nullptr;
-  std::string where_;
-  Status error_;
-};
 
 json::object save_exit(const ProcessExit& exit) {
   auto at = std::chrono::duration_cast<std::chrono::nanoseconds>(exit.exited_at.time_since_epoch());

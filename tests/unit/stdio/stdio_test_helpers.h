@@ -4,13 +4,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -25,9 +29,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "process/posix_spawner.h"
 #include "shim/clock.h"
 #include "shim/logger.h"
-#include "process/posix_spawner.h"
 #include "support/temp_dir.h"
 
 namespace stdio_test {
@@ -104,7 +108,7 @@ inline shim::Logger test_logger() {
 
 // A child writing to the runtime ends of the pipes, as runc's container process would.
 inline pid_t spawn_child(std::vector<std::string> argv, std::vector<std::pair<int, int>> fds,
-                  bool new_process_group = false) {
+                         bool new_process_group = false) {
   shim::SpawnRequest request;
   request.path = argv.front();
   request.argv = std::move(argv);
@@ -116,6 +120,47 @@ inline pid_t spawn_child(std::vector<std::string> argv, std::vector<std::pair<in
   INFO(status.to_string());
   REQUIRE(status.ok());
   return process.pid;
+}
+
+// What runc does with --console-socket: a new pty, the master sent over the socket (the
+// connection is queued before anyone accepts), our copy of the master closed. Returns the
+// slave, as the container process would hold it.
+inline int runc_sends_console(const std::string& socket_path, bool raw = true) {
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  std::string name = ::ptsname(master);
+  int slave = ::open(name.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  REQUIRE(slave >= 0);
+  if (raw) {
+    termios t{};
+    REQUIRE(::tcgetattr(slave, &t) == 0);
+    ::cfmakeraw(&t);
+    REQUIRE(::tcsetattr(slave, TCSANOW, &t) == 0);
+  }
+  int conn = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(conn >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  iovec iov{name.data(), name.size()};
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &master, sizeof(int));
+  REQUIRE(::sendmsg(conn, &msg, 0) == static_cast<ssize_t>(name.size()));
+  ::close(conn);
+  ::close(master);
+  return slave;
 }
 
 // waitpid with a deadline; nullopt while the child still runs.
@@ -191,8 +236,8 @@ class FifoReader {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       check(result, buffer.data(), static_cast<std::size_t>(n));
-      std::size_t keep = std::min<std::size_t>(static_cast<std::size_t>(n),
-                                               4096 - std::min<std::size_t>(4096, result.text.size()));
+      std::size_t keep = std::min<std::size_t>(
+          static_cast<std::size_t>(n), 4096 - std::min<std::size_t>(4096, result.text.size()));
       result.text.append(buffer.data(), keep);
       result.bytes += static_cast<std::uint64_t>(n);
     }

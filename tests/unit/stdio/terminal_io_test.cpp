@@ -47,47 +47,6 @@ bool exists(const std::string& path) {
 
 std::string dir_of(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
 
-// What runc does with --console-socket: a new pty, the master sent over the socket (the
-// connection is queued before anyone accepts), our copy of the master closed. Returns the
-// slave, as the container process would hold it.
-int runc_sends_console(const std::string& socket_path, bool raw = true) {
-  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  REQUIRE(master >= 0);
-  REQUIRE(::grantpt(master) == 0);
-  REQUIRE(::unlockpt(master) == 0);
-  std::string name = ::ptsname(master);
-  int slave = ::open(name.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
-  REQUIRE(slave >= 0);
-  if (raw) {
-    termios t{};
-    REQUIRE(::tcgetattr(slave, &t) == 0);
-    ::cfmakeraw(&t);
-    REQUIRE(::tcsetattr(slave, TCSANOW, &t) == 0);
-  }
-  int conn = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(conn >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
-  REQUIRE(::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  iovec iov{name.data(), name.size()};
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &master, sizeof(int));
-  REQUIRE(::sendmsg(conn, &msg, 0) == static_cast<ssize_t>(name.size()));
-  ::close(conn);
-  ::close(master);
-  return slave;
-}
-
 struct Terminal {
   explicit Terminal(StdioSpec spec_in) : spec(std::move(spec_in)) {
     spec.terminal = true;

@@ -38,8 +38,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include "shim/logger.h"
 #include "shim/status.h"
@@ -190,6 +193,24 @@ class ProcessIO {
   // overflow policy so far.
   std::uint64_t buffered_bytes(StdioStream stream) const;
   std::uint64_t dropped_bytes(StdioStream stream) const;
+
+  // Live upgrade (shim/live_upgrade.h, docs/live-upgrade.md), on the loop. upgrade_ready():
+  // OK when this io can be carried across the exec; FailedPrecondition with the reason
+  // for what cannot be yet (a terminal, a binary:// logger). save_for_upgrade(): the
+  // copies (their fds, the bytes in hand and buffered, counters), and the runtime's ends of
+  // an io not started yet (an exec before its Start), into *state, every fd to keep open
+  // into *fds; what the save makes
+  // (a memfd of the buffered bytes) lives here until the exec or upgrade_aborted().
+  shim::Status upgrade_ready() const;
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
+  void upgrade_aborted();
+  // In the new program, before it serves: the io that save_for_upgrade() described for
+  // `spec`, its copies going on once the loop runs, on duplicates of the carried fds; the
+  // originals are closed then too (until then the upgrade may still go back to the old
+  // program, which needs them). Errors name the field of the state that is wrong.
+  static shim::Status restore(boost::asio::any_io_executor executor, const StdioSpec& spec,
+                              const boost::json::value& saved, const shim::Logger& logger,
+                              std::unique_ptr<ProcessIO>* io, const ProcessIOOptions& options = {});
 
   // Stops every copy and closes every fd; pending wait_drained() callbacks get false.
   // Idempotent. Runs inline on the loop thread; from another thread it is posted there.
