@@ -87,10 +87,10 @@ class TerminalIO : public std::enable_shared_from_this<TerminalIO> {
   void close();
 
   // Live upgrade (stdio/terminal_upgrade.cpp), on the loop. upgrade_ready():
-  // FailedPrecondition before start() (an exec whose Start has not come: its console
-  // socket still waits for the runtime). save_for_upgrade(): the console copy and the
-  // output FIFO still being opened. restore(): in the new program, the terminal that
-  // save_for_upgrade() described (no console socket: the runtime is done with it).
+  // FailedPrecondition before start() (its console socket still waits for the runtime).
+  // save_for_upgrade(): the console copy and the output FIFO still being opened. restore(): in the
+  // new program, the terminal that save_for_upgrade() described (no console socket: the runtime is
+  // done with it).
   shim::Status upgrade_ready();
   shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
   static shim::Status restore(boost::asio::any_io_executor executor, StdioSpec spec,

@@ -140,7 +140,7 @@ shim::Status TerminalIO::upgrade_ready() {
   std::lock_guard lock(mu_);
   if (socket_ || master_.valid() || !copier_) {
     return shim::Status(Code::kFailedPrecondition,
-                        "its terminal has not started yet (an exec waiting for its Start)");
+                        "its terminal has not started yet (the runtime has not sent its console)");
   }
   return {};
 }

@@ -150,16 +150,17 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
 
   std::vector<TaskProcess*> processes{&container->init};
   for (auto& [exec_id, exec] : container->execs) processes.push_back(exec.get());
-  const json::value* stdio = saved.is_object() ? saved.as_object().if_contains("stdio") : nullptr;
+  const json::value* saved_stdio =
+      saved.is_object() ? saved.as_object().if_contains("stdio") : nullptr;
+  const json::object* stdio = saved_stdio != nullptr ? saved_stdio->if_object() : nullptr;
   for (TaskProcess* process : processes) {
-    const json::value* io = stdio != nullptr && stdio->is_object()
-                                ? stdio->as_object().if_contains(process->exec_id)
-                                : nullptr;
     Status made;
-    if (io != nullptr) {
-      made = restore_process_io(*holder, *process, *io);
+    if (stdio != nullptr) {
+      // No entry: the process had no io when saved (an exec whose Start has not come).
+      if (const json::value* io = stdio->if_contains(process->exec_id))
+        made = restore_process_io(*holder, *process, *io);
     } else if (process->stdio.is_null() && !process->stdio.terminal) {
-      // A state without stdio (libshim 0.3.0 wrote none): null IO opens nothing.
+      // A state without stdio (libshim 0.3.0 before this wrote none): null IO opens nothing.
       made = make_process_io(context_, *holder, process->stdio, process->id, &process->io);
       if (made.ok()) made = process->io->start();
     } else {

@@ -53,25 +53,8 @@ shim::Status start_io(IoThread& io, ProcessIO& pio) {
   return io.run([&] { return pio.start(); });
 }
 
-// wait_drained on the loop; the result as seen by the callback.
-bool wait_drained(IoThread& io, ProcessIO& pio, std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<bool>>();
-  auto result = promise->get_future();
-  io.run([&] { pio.wait_drained(timeout, [promise](bool drained) { promise->set_value(drained); }); });
-  REQUIRE(result.wait_for(timeout + 5s) == std::future_status::ready);
-  return result.get();
-}
-
 void destroy_io(IoThread& io, std::unique_ptr<ProcessIO>& pio) {
   io.run([&] { pio.reset(); });
-}
-
-std::vector<std::pair<int, int>> child_fds(const ProcessIO& pio) {
-  std::vector<std::pair<int, int>> fds;
-  if (pio.runtime_stdin() >= 0) fds.emplace_back(0, pio.runtime_stdin());
-  if (pio.runtime_stdout() >= 0) fds.emplace_back(1, pio.runtime_stdout());
-  if (pio.runtime_stderr() >= 0) fds.emplace_back(2, pio.runtime_stderr());
-  return fds;
 }
 
 // The loop still answers: a posted no-op runs within 2 s (generous: the machine may be

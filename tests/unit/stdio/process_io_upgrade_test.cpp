@@ -48,14 +48,6 @@ std::unique_ptr<ProcessIO> create_io(IoThread& io, const StdioSpec& spec,
   return pio;
 }
 
-std::vector<std::pair<int, int>> child_fds(const ProcessIO& pio) {
-  std::vector<std::pair<int, int>> fds;
-  if (pio.runtime_stdin() >= 0) fds.emplace_back(0, pio.runtime_stdin());
-  if (pio.runtime_stdout() >= 0) fds.emplace_back(1, pio.runtime_stdout());
-  if (pio.runtime_stderr() >= 0) fds.emplace_back(2, pio.runtime_stderr());
-  return fds;
-}
-
 // One live upgrade of `pio`, in one turn of the loop as the shim does it: save, then what
 // execve does (the kept fds stay open under their numbers, the old program's objects are
 // gone: here they close everything of theirs, and the kept numbers are put back), then
@@ -83,15 +75,6 @@ void carry(IoThread& io, std::unique_ptr<ProcessIO>& pio, const StdioSpec& spec,
   INFO(failure);
   REQUIRE(failure.empty());
   REQUIRE(pio != nullptr);
-}
-
-bool wait_drained(IoThread& io, ProcessIO& pio, std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<bool>>();
-  auto result = promise->get_future();
-  io.run(
-      [&] { pio.wait_drained(timeout, [promise](bool drained) { promise->set_value(drained); }); });
-  REQUIRE(result.wait_for(timeout + 5s) == std::future_status::ready);
-  return result.get();
 }
 
 }  // namespace
@@ -261,6 +244,7 @@ TEST_CASE("an exec whose terminal has not started refuses the upgrade",
   auto pio = create_io(io, StdioSpec{"", out, "", true}, ProcessIOOptions{});
   shim::Status ready = io.run([&] { return pio->upgrade_ready(); });
   CHECK(ready.code() == shim::Code::kFailedPrecondition);
-  CHECK(ready.message() == "its terminal has not started yet (an exec waiting for its Start)");
+  CHECK(ready.message() ==
+        "its terminal has not started yet (the runtime has not sent its console)");
   io.run([&] { pio.reset(); });
 }

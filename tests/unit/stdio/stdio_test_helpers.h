@@ -32,6 +32,8 @@
 #include "process/posix_spawner.h"
 #include "shim/clock.h"
 #include "shim/logger.h"
+#include "shim/stdio/process_io.h"
+#include "support/io_thread.h"
 #include "support/temp_dir.h"
 
 namespace stdio_test {
@@ -161,6 +163,26 @@ inline int runc_sends_console(const std::string& socket_path, bool raw = true) {
   ::close(conn);
   ::close(master);
   return slave;
+}
+
+// The runtime ends of `pio`'s pipes as a child's fds 0-2 (for spawn_child).
+inline std::vector<std::pair<int, int>> child_fds(const shim::ProcessIO& pio) {
+  std::vector<std::pair<int, int>> fds;
+  if (pio.runtime_stdin() >= 0) fds.emplace_back(0, pio.runtime_stdin());
+  if (pio.runtime_stdout() >= 0) fds.emplace_back(1, pio.runtime_stdout());
+  if (pio.runtime_stderr() >= 0) fds.emplace_back(2, pio.runtime_stderr());
+  return fds;
+}
+
+// ProcessIO::wait_drained on the loop of `io`; the result as seen by the callback.
+inline bool wait_drained(shim::test::IoThread& io, shim::ProcessIO& pio,
+                         std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<bool>>();
+  auto result = promise->get_future();
+  io.run(
+      [&] { pio.wait_drained(timeout, [promise](bool drained) { promise->set_value(drained); }); });
+  REQUIRE(result.wait_for(timeout + 5s) == std::future_status::ready);
+  return result.get();
 }
 
 // waitpid with a deadline; nullopt while the child still runs.

@@ -261,6 +261,20 @@ Status ScriptedRuntime::open(const ContainerConfig& config, std::unique_ptr<Inst
   return {};
 }
 
+Status ScriptedInstance::save_for_upgrade(boost::json::object* state) {
+  (*state)["pid"] = pid_;
+  return {};
+}
+
+Status ScriptedRuntime::reopen(const ContainerConfig& config, const boost::json::object& saved,
+                               std::unique_ptr<Instance>* instance) {
+  const boost::json::value* pid = saved.if_contains("pid");
+  if (pid == nullptr || !pid->is_number()) return invalid_argument("no pid saved");
+  *instance =
+      std::make_unique<ScriptedInstance>(script_, config.id, pid->to_number<std::uint32_t>());
+  return {};
+}
+
 Tier::Tier(std::unique_ptr<Runtime> runtime) {
   if (runtime == nullptr) runtime = std::make_unique<ScriptedRuntime>(script);
   context = std::make_unique<ServiceContext>(

@@ -123,6 +123,8 @@ class ScriptedInstance final : public Instance {
   Status checkpoint(const CheckpointConfig& config) override;
   Status stats(pb::Any* metrics) override;
   Status pids(std::vector<std::uint32_t>* pids) override;
+  // Live upgrade: nothing to carry but the container's pid.
+  Status save_for_upgrade(boost::json::object* state) override;
 
  private:
   Script& script_;
@@ -135,6 +137,8 @@ class ScriptedRuntime final : public Runtime {
  public:
   explicit ScriptedRuntime(Script& script) : script_(script) {}
   Status open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) override;
+  Status reopen(const ContainerConfig& config, const boost::json::object& saved,
+                std::unique_ptr<Instance>* instance) override;
 
  private:
   Script& script_;

@@ -196,11 +196,11 @@ class ProcessIO {
 
   // Live upgrade (shim/live_upgrade.h, docs/live-upgrade.md), on the loop. upgrade_ready():
   // OK when this io can be carried across the exec; FailedPrecondition with the reason
-  // for what cannot be yet (a terminal, a binary:// logger). save_for_upgrade(): the
-  // copies (their fds, the bytes in hand and buffered, counters), and the runtime's ends of
-  // an io not started yet (an exec before its Start), into *state, every fd to keep open
-  // into *fds; what the save makes
-  // (a memfd of the buffered bytes) lives here until the exec or upgrade_aborted().
+  // for what cannot be yet (a binary:// logger, a terminal not started). save_for_upgrade():
+  // the copies (their fds, the bytes in hand and buffered, counters), and the runtime's
+  // ends of an io not started yet, into *state, every fd to keep open into *fds; what the
+  // save makes (a memfd of the buffered bytes) lives here until the exec or
+  // upgrade_aborted().
   shim::Status upgrade_ready() const;
   shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
   void upgrade_aborted();
