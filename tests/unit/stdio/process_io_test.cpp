@@ -18,9 +18,9 @@
 
 #include "shim/stdio/process_io.h"
 #include "stdio/stdio_uri.h"
+#include "stdio_test_helpers.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
-#include "stdio_test_helpers.h"
 
 namespace {
 
@@ -88,8 +88,8 @@ TEST_CASE("64 MiB through stdout and stderr arrive byte-exact from a child that 
 
   // Both streams at once from one child: two copies share the loop.
   std::string n = std::to_string(last);
-  pid_t child = spawn_child({"sh", "-c", "seq 1 " + n + " & seq 1 " + n + " >&2; wait"},
-                            child_fds(*pio));
+  pid_t child =
+      spawn_child({"sh", "-c", "seq 1 " + n + " & seq 1 " + n + " >&2; wait"}, child_fds(*pio));
   pio->close_runtime_ends();
   REQUIRE(start_io(io, *pio).ok());
 
@@ -208,7 +208,7 @@ TEST_CASE("file:// sends stdout and stderr to one appending file", "[stdio]") {
   IoThread io;
   auto pio = create_io(io, StdioSpec{"", "file://" + path, "file://" + path});
   // Created before runc runs, parent dirs included.
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == (0644 & ~0022u));
   REQUIRE(::stat(dir.sub("logs/nested").c_str(), &st) == 0);
@@ -253,9 +253,8 @@ TEST_CASE("stdio schemes: unknown is an error, binary is not implemented yet", "
   IoThread io;
   auto create = [&](StdioSpec spec) {
     std::unique_ptr<ProcessIO> pio;
-    shim::Status status = io.run([&] {
-      return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio);
-    });
+    shim::Status status =
+        io.run([&] { return ProcessIO::create(io.executor(), spec, 0, 0, test_logger(), &pio); });
     CHECK(pio == nullptr);
     return status;
   };
@@ -323,8 +322,8 @@ TEST_CASE("no fd leaks across 100 create/start/close cycles", "[stdio]") {
       REQUIRE(out_client >= 0);
       REQUIRE(err_client >= 0);
     }
-    StdioSpec spec = cycle % 3 == 2 ? StdioSpec{in, "file://" + dir.sub("f.log"), ""}
-                                     : StdioSpec{in, out, err};
+    StdioSpec spec =
+        cycle % 3 == 2 ? StdioSpec{in, "file://" + dir.sub("f.log"), ""} : StdioSpec{in, out, err};
     auto pio = create_io(io, spec);
     if (cycle % 4 != 3) {
       REQUIRE(start_io(io, *pio).ok());
@@ -344,8 +343,7 @@ TEST_CASE("no fd leaks across 100 create/start/close cycles", "[stdio]") {
   CHECK(count_open_fds() == before);
 }
 
-TEST_CASE("a client that vanishes mid-stream neither blocks the loop nor loses bytes",
-          "[stdio]") {
+TEST_CASE("a client that vanishes mid-stream neither blocks the loop nor loses bytes", "[stdio]") {
   ::signal(SIGPIPE, SIG_IGN);  // as in the shim
   CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);
   const int last = 1'000'000;  // 6.9 MB
@@ -396,8 +394,7 @@ TEST_CASE("a client that vanishes mid-stream neither blocks the loop nor loses b
   }
 }
 
-TEST_CASE("a background child holding stdout: drain wait times out, close detaches",
-          "[stdio]") {
+TEST_CASE("a background child holding stdout: drain wait times out, close detaches", "[stdio]") {
   TempDir dir("pio-");
   std::string out = make_fifo(dir, "out");
   IoThread io;
