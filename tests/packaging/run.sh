@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Shipping libshim, as a vendor and a distribution get it (issue 11). Run by tests/run.sh
 # after the main build and ctest; needs that build's integration_tests ($BUILD_DIR).
-#   1. A Release (gcc) build of the library and the shims, warnings as errors
-#      (LIBSHIM_WERROR=ON). Only what is installed: no tests, no benchmarks. (Debug clang
-#      with LIBSHIM_WERROR=ON is tests/run.sh's ASan build.)
-#   2. cmake --install of the Release build into a temp prefix, then moved elsewhere
+#   1. (none of its own: the main build, $BUILD_DIR, is what step 2 installs; gcc with
+#      warnings as errors is that build, Debug clang with them is tests/run.sh's ASan build,
+#      and step 3 builds the library and the shims once more without precompiled headers.)
+#   2. cmake --install of the main build into a temp prefix, then moved elsewhere
 #      (relocatable); tests/consumer built there with find_package (shared libshim, static
 #      libshim, a fully static variant, a crun shim on the OCI CLI client, and a variant
 #      with full libprotobuf + grpc++) and with its Makefile through pkg-config; the
@@ -24,7 +24,7 @@ build=${BUILD_DIR:-$repo/build}
 jobs=${JOBS:-$(nproc)}
 cache=${LIBSHIM_CACHE:-${HOME:-/root}/.cache/libshim}
 work=${PKG_WORK:-$(mktemp -d /tmp/libshim-pkg.XXXXXX)}
-# PKG_STAGE: all (default); build (steps 1-3: builds, .debs, lintian; no containerd, no
+# PKG_STAGE: all (default); build (steps 2-3: builds, .debs, lintian; no containerd, no
 # system change, so it can run beside other tests); check (step 4, in the PKG_WORK a
 # build stage filled).
 stage=${PKG_STAGE:-all}
@@ -119,14 +119,12 @@ debs=("$work/debs"/libshim${soversion}_*.deb "$work/debs"/libshim-dev_*.deb "$wo
       "$work/debs"/libshim-example-shim_*.deb "$work/debs"/libshim-wasm-shim_*.deb)
 
 if [[ $stage != check ]]; then
-# --- 1. the Release build ----------------------------------------------------------------
-step "Release, gcc, LIBSHIM_WERROR=ON"
-lib_build "$work/release" -DCMAKE_BUILD_TYPE=Release
-
-# --- 2. install into a prefix, move it, build the consumer ------------------------------
-step "cmake --install into a temp prefix, moved afterwards"
+# --- 2. install the main build into a prefix, move it, build the consumer ---------------
+# (A Release build of its own was a third build of the same sources in CI, on 2 cores,
+# under the same install rules.)
+step "cmake --install of $build into a temp prefix, moved afterwards"
 rm -rf "$work/stage" "$work/prefix"  # a kept PKG_WORK holds the last run's
-cmake --install "$work/release" --prefix "$work/stage" >/dev/null
+cmake --install "$build" --prefix "$work/stage" >/dev/null
 mv "$work/stage" "$work/prefix"
 grep -rl "$work/stage" "$prefix" && fail "the installed tree names the prefix it was installed to"
 [[ $(readelf -d "$prefix/lib/libshim.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p') == "libshim.so.$soversion" ]] ||
