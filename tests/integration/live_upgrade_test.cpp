@@ -333,3 +333,81 @@ TEST_CASE("Live upgrade: a container without stdio is carried across six swaps",
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   CHECK(shim::test::event_topics_for(*events, "carried") == expected);
 }
+
+namespace {
+
+// `binary -address ADDR [-namespace NS] upgrade-all`, as an operator runs it on a node.
+ShimRun run_upgrade_all(const shim::test::RuncE2e& s, const std::string& binary,
+                        const std::string& ns = "") {
+  std::vector<std::string> argv = {binary, "-address", s.fx.grpc_address()};
+  if (!ns.empty()) argv.insert(argv.end(), {"-namespace", ns});
+  argv.push_back("upgrade-all");
+  return shim::test::run_shim(argv, shim::test::clean_env({}), "", "/", std::chrono::seconds(60));
+}
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// A node's upgrade: the new build installed under the runtime's file name (here a copy of
+// containerd-shim-upgrade-next-v1 named containerd-shim-runc-v2), then one `upgrade-all`
+// for containerd's socket swaps every shim of that name, each container keeping its task;
+// run again, it finds them all current; the first build's `upgrade-all` swaps them back.
+TEST_CASE("Live upgrade: upgrade-all swaps every shim of the runtime for one containerd",
+          "[upgrade][runc-e2e]") {
+  LIBSHIM_SKIP_WITHOUT_CONTAINERD();
+  shim::test::RuncE2e s;
+  shim::test::TempDir dir("upgrade-all-");
+  fs::copy_file(test_shim("next"), dir.path() + "/containerd-shim-runc-v2");
+  const std::string installed = fs::canonical(dir.path() + "/containerd-shim-runc-v2").string();
+  const std::string first = fs::canonical(runc_shim()).string();
+  const std::vector<std::string> ids = {"one", "two", "three"};
+  std::vector<pid_t> tasks;
+  for (const auto& id : ids) {
+    REQUIRE(s.fx.ctr_ok(s.run({"-d", "--null-io"}, id, {"/bin/sleep", "600"})).ok());
+    REQUIRE(s.wait_status(id, "RUNNING", std::chrono::seconds(20)));
+    tasks.push_back(s.task_pid(id));
+  }
+  std::vector<pid_t> shims = shim::test::live_shims(shim::test::our_runc_shim(), s.fx.ns());
+  REQUIRE(shims.size() == ids.size());
+
+  ShimRun other = run_upgrade_all(s, installed, "no-such-namespace");
+  INFO(other.describe());
+  CHECK(other.exit_code == 0);
+  CHECK(other.out ==
+        fmt::format("upgrade-all: 0 upgraded, 0 already running {}, 0 not upgraded\n", installed));
+
+  ShimRun swapped = run_upgrade_all(s, installed);
+  INFO(swapped.describe());
+  CHECK(swapped.exit_code == 0);
+  CHECK(count_of(swapped.out, fmt::format(" now runs {} (", installed)) == ids.size());
+  CHECK(swapped.out.find(fmt::format("upgrade-all: 3 upgraded, 0 already running {}, 0 not "
+                                     "upgraded\n",
+                                     installed)) != std::string::npos);
+  CHECK(shim::test::live_shims(installed, s.fx.ns()) == shims);
+
+  ShimRun again = run_upgrade_all(s, installed);
+  INFO(again.describe());
+  CHECK(again.exit_code == 0);
+  CHECK(count_of(again.out, fmt::format(" already runs {}\n", installed)) == ids.size());
+
+  ShimRun back = run_upgrade_all(s, first);
+  INFO(back.describe());
+  CHECK(back.exit_code == 0);
+  CHECK(count_of(back.out, fmt::format(" now runs {} (", first)) == ids.size());
+  CHECK(shim::test::live_shims(first, s.fx.ns()) == shims);
+
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    CHECK(s.task_status(ids[i]) == "RUNNING");
+    CHECK(s.task_pid(ids[i]) == tasks[i]);
+    REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "SIGKILL", ids[i]}).ok());
+    REQUIRE(s.wait_status(ids[i], "STOPPED", std::chrono::seconds(10)));
+    REQUIRE(s.fx.ctr_ok({"task", "rm", ids[i]}).ok());
+    REQUIRE(s.fx.ctr_ok({"container", "rm", ids[i]}).ok());
+  }
+  REQUIRE(shim::test::wait_no_live_shims(first, s.fx.ns(), std::chrono::seconds(10)));
+}

@@ -16,6 +16,8 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 // `upgrade`: asks the running shim of -id to replace itself with this binary
 // (docs/live-upgrade.md).
 int run_upgrade(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
+// `upgrade-all`: the same for every running shim of this binary's name and -address.
+int run_upgrade_all(const ShimFlags& flags, const ShimEnv& env, Manager& manager);
 
 // Reads all of fd 0 up to `limit` bytes (the rest is drained and ignored).
 std::string read_stdin(std::size_t limit);

@@ -82,18 +82,19 @@ int print_version(const char* program, const Manager& manager) {
 }
 
 int print_usage(const char* program) {
-  write_fd(STDERR_FILENO, fmt::format("Usage of {}:\n"
-                                      "  -namespace string   namespace that owns the shim\n"
-                                      "  -id string          id of the task\n"
-                                      "  -address string     grpc address back to main containerd\n"
-                                      "  -publish-binary string  path to the containerd binary\n"
-                                      "  -bundle string      path to the bundle if not workdir\n"
-                                      "  -socket string      socket path to serve\n"
-                                      "  -debug              enable debug output in logs\n"
-                                      "  -info               print runtime info and exit\n"
-                                      "  -v, -version        show the shim version and exit\n"
-                                      "actions: start, delete, upgrade (none: serve)\n",
-                                      program));
+  write_fd(STDERR_FILENO,
+           fmt::format("Usage of {}:\n"
+                       "  -namespace string   namespace that owns the shim\n"
+                       "  -id string          id of the task\n"
+                       "  -address string     grpc address back to main containerd\n"
+                       "  -publish-binary string  path to the containerd binary\n"
+                       "  -bundle string      path to the bundle if not workdir\n"
+                       "  -socket string      socket path to serve\n"
+                       "  -debug              enable debug output in logs\n"
+                       "  -info               print runtime info and exit\n"
+                       "  -v, -version        show the shim version and exit\n"
+                       "actions: start, delete, upgrade, upgrade-all (none: serve)\n",
+                       program));
   return 0;
 }
 
@@ -119,6 +120,7 @@ int run_action(int argc, char** argv, Manager& manager) {
   if (flags.action == "start") return detail::run_start(flags, env, manager);
   if (flags.action == "delete") return detail::run_delete(flags, env, manager);
   if (flags.action == "upgrade") return detail::run_upgrade(flags, env, manager);
+  if (flags.action == "upgrade-all") return detail::run_upgrade_all(flags, env, manager);
   if (!flags.action.empty()) {
     return detail::fail(manager, Status(Code::kInvalidArgument,
                                         fmt::format("unknown action \"{}\"", flags.action)));

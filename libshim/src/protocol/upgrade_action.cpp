@@ -6,24 +6,15 @@
 // old program then serves on).
 #include <unistd.h>
 
-#include <chrono>
-
 #include <fmt/format.h>
-#include <boost/asio/io_context.hpp>
 
 #include "protocol/actions.h"
-#include "shim/pb/libshim/upgrade.pb.h"
-#include "shim/ttrpc/client.h"
+#include "protocol/replace_call.h"
 #include "socket/socket_address.h"
-#include "upgrade/live_upgrade.h"
 #include "upgrade/upgrade_support.h"
 
 namespace shim::detail {
 namespace {
-
-// A whole upgrade (probe, quiesce, exec, restore) takes well under a second; the probe
-// alone may take up to 5 s (upgrade::kProbeTimeout).
-constexpr std::chrono::seconds kUpgradeCallTimeout{30};
 
 Status shim_socket(const ShimFlags& flags, const ShimEnv& env, std::string* address) {
   if (!flags.socket.empty()) {
@@ -38,34 +29,6 @@ Status shim_socket(const ShimFlags& flags, const ShimEnv& env, std::string* addr
   const std::string& grpc = !flags.address.empty() ? flags.address : env.grpc_address;
   const std::string& ns = !flags.ns.empty() ? flags.ns : env.ns;
   return socket_address(grpc, ns, flags.id, address);
-}
-
-Status call_replace(const std::string& address, const std::string& binary,
-                    pb::upgrade::ReplaceResponse* response) {
-  boost::asio::io_context io(1);
-  auto client = ttrpc::TtrpcClient::create(io.get_executor());
-  Status result(Code::kUnknown, "no answer");
-  client->connect(address, [&](Status connected) {
-    if (!connected.ok()) {
-      result = connected;
-      return;
-    }
-    pb::upgrade::ReplaceRequest request;
-    request.set_binary(binary);
-    ttrpc::CallOptions options;
-    options.timeout = kUpgradeCallTimeout;
-    client->call(std::string(upgrade::kUpgradeService), std::string(upgrade::kReplaceMethod),
-                 request.SerializeAsString(), std::move(options),
-                 [&](Status status, std::string payload) {
-                   result = status;
-                   if (status.ok() && !response->ParseFromString(payload)) {
-                     result = Status(Code::kInternal, "the answer is no ReplaceResponse");
-                   }
-                   client->close();
-                 });
-  });
-  io.run();
-  return result;
 }
 
 }  // namespace
