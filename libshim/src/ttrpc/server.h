@@ -6,6 +6,7 @@
 // Writes are queued per connection; the reader never waits for the writer.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,6 +53,12 @@ struct ServerOptions {
   // 100 ms after a burst of closes, ten times a second at most): hostile or bursty peers
   // must not leave the shim's RSS high.
   bool trim_memory = true;
+  // In a graceful shutdown, how long an idle connection stays open for its peer to close
+  // it first. Go's ttrpc client picks at random between a reply and the connection's end
+  // when both are ready (client.go dispatch), so closing right after the last reply can
+  // turn that reply into ttrpc.ErrClosed; containerd closes its client after Shutdown
+  // and ShutdownSandbox, so the normal wait is one round trip.
+  std::chrono::milliseconds shutdown_linger{1000};
 };
 
 // The executor must run handlers one at a time (a single-threaded io_context or a
@@ -72,7 +79,8 @@ class TtrpcServer {
   Status serve_path(const std::string& path);
 
   // Graceful stop: stop accepting, let in-flight calls finish and their replies go out,
-  // close each connection once it is idle, then call `done` (on the executor).
+  // close each connection once it is idle and its peer has closed it or
+  // `shutdown_linger` has passed, then call `done` (on the executor).
   void shutdown(std::function<void()> done);
   // Immediate stop: close the listener and every connection; pending calls are dropped.
   void close();

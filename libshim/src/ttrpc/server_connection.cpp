@@ -32,6 +32,7 @@ void ServerConnection::close() {
   closed_ = true;
   boost::system::error_code ignored;
   socket_.close(ignored);
+  linger_.reset();
   context_->calls_in_flight -= calls_.size();
   calls_.clear();  // destroys the deadline timers; late replies find nothing
   writer_.drop_queued();
@@ -44,7 +45,23 @@ void ServerConnection::close_when_idle() {
 }
 
 void ServerConnection::maybe_close_idle() {
-  if (close_when_idle_ && !closed_ && calls_.empty() && writer_.idle()) close();
+  if (!close_when_idle_ || closed_ || !calls_.empty() || !writer_.idle()) return;
+  if (linger_over_ || context_->options.shutdown_linger.count() <= 0) return close();
+  start_linger();  // the peer's EOF (read() sees it) closes sooner
+}
+
+void ServerConnection::start_linger() {
+  if (linger_) return;
+  linger_.emplace(context_->executor, context_->options.shutdown_linger);
+  linger_->async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (error || self->closed_) return;
+    if (!self->calls_.empty() || !self->writer_.idle()) {
+      self->linger_.reset();  // a call came meanwhile: linger again after its reply
+      return;
+    }
+    self->linger_over_ = true;
+    self->maybe_close_idle();
+  });
 }
 
 // The readiness wait stays armed (cancelling it would race a resume in the same turn,

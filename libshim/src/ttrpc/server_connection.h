@@ -28,7 +28,8 @@ class ServerConnection final : public CallSink,
   void start();
   // Closes now; pending calls are forgotten and their late replies dropped.
   void close();
-  // Graceful: close once no call is in flight and every reply has been written.
+  // Graceful: close once no call is in flight, every reply has been written and the
+  // peer closed its end or the server's shutdown_linger passed (still serving meanwhile).
   void close_when_idle();
   // Live upgrade: stop and resume reading (replies still go out); what to carry over.
   void suspend();
@@ -66,6 +67,7 @@ class ServerConnection final : public CallSink,
   void send(std::string frame);
   void write();
   void maybe_close_idle();
+  void start_linger();
 
   std::shared_ptr<ServerContext> context_;
   std::weak_ptr<TtrpcServer::Impl> server_;
@@ -76,6 +78,8 @@ class ServerConnection final : public CallSink,
   std::uint64_t next_call_id_ = 1;
   bool closed_ = false;
   bool close_when_idle_ = false;
+  bool linger_over_ = false;
+  std::optional<boost::asio::steady_timer> linger_;
   bool waiting_readable_ = false;
   bool paused_ = false;     // over a back-pressure limit: not reading until below half
   bool suspended_ = false;  // a live upgrade stopped reading

@@ -13,14 +13,14 @@
 
 #include <fmt/format.h>
 
+#include "shim/logger.h"
 #include "shim/pb/containerd/events.pb.h"
 #include "shim/pb/containerd/events_service.pb.h"
-#include "shim/logger.h"
 #include "shim/ttrpc/router.h"
-#include "ttrpc/server.h"
 #include "support/io_thread.h"
 #include "support/temp_dir.h"
 #include "support/ttrpc_harness.h"
+#include "ttrpc/server.h"
 
 namespace shim {
 namespace {
@@ -92,7 +92,10 @@ class FakeEvents {
                                                 std::string_view payload, ttrpc::Responder r) {
                  on_forward(generation, call, payload, r);
                });
-    server_ = std::make_unique<ttrpc::TtrpcServer>(io_.executor(), std::move(router));
+    // containerd's own server closes at once when it goes away: no linger for our client.
+    ttrpc::ServerOptions options;
+    options.shutdown_linger = std::chrono::milliseconds(0);
+    server_ = std::make_unique<ttrpc::TtrpcServer>(io_.executor(), std::move(router), options);
     Status status = server_->serve_path(path_);
     REQUIRE(status.ok());
   }
@@ -432,9 +435,9 @@ TEST_CASE("forwarder: at the bound an exit displaces the oldest non-exit event, 
   Fixture fx(/*with_scheme=*/false, /*max_queued=*/4);
   containerd::events::TaskStart start;
   start.set_container_id("c1");
-  fx.forwarder->publish("/tasks/start", start);     // the front: may be in flight, kept
+  fx.forwarder->publish("/tasks/start", start);  // the front: may be in flight, kept
   fx.forwarder->publish("/tasks/exit", exit_event(0));
-  fx.forwarder->publish("/tasks/start", start);     // displaced by exit 2
+  fx.forwarder->publish("/tasks/start", start);  // displaced by exit 2
   fx.forwarder->publish("/tasks/exit", exit_event(1));
   fx.forwarder->publish("/tasks/exit", exit_event(2));
   fx.forwarder->publish("/tasks/exit", exit_event(3));  // only exits after the front: dropped

@@ -69,9 +69,8 @@ TEST_CASE("1000 concurrent calls on one connection complete out of order", "[ttr
 
   std::vector<int> expected;
   SECTION("answered in reverse from the test thread") {
-    std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) {
-      return std::stoi(a.first) > std::stoi(b.first);
-    });
+    std::sort(held.begin(), held.end(),
+              [](const auto& a, const auto& b) { return std::stoi(a.first) > std::stoi(b.first); });
     for (auto& [payload, responder] : held) responder.reply("reply " + payload);
   }
   SECTION("answered in random order from the server thread") {
@@ -198,6 +197,49 @@ TEST_CASE("graceful shutdown finishes an in-flight reply", "[ttrpc]") {
   CHECK(closed.get_future().wait_for(5s) == std::future_status::ready);
 }
 
+// Go's ttrpc client may report ErrClosed for a reply that arrived just before the
+// connection's end (client.go dispatch): the peer closes first, or the linger ends it.
+TEST_CASE("graceful shutdown leaves an idle connection for its peer to close", "[ttrpc]") {
+  HeldCalls held_calls;
+  ServerOptions options;
+  options.shutdown_linger = 10s;  // far beyond this test's waits
+  test::TtrpcServerHarness server(test_router(held_calls), options);
+  UnixStream stream(server.socket_path());
+  REQUIRE(stream.write_all(request_frame_bytes(1, "test.Hold", "Hold", "x")));
+  auto held = held_calls.take(1);
+  std::promise<void> done;
+  server.server().shutdown([&done] { done.set_value(); });
+  held[0].second.reply("last");
+  CHECK(raw_response(stream, 1).payload == "last");
+
+  auto done_future = done.get_future();
+  CHECK_FALSE(stream.wait_closed(300ms));  // idle, yet open: the peer has the reply first
+  CHECK(done_future.wait_for(0ms) == std::future_status::timeout);
+  REQUIRE(stream.write_all(request_frame_bytes(3, "test.Echo", "Echo", "late")));
+  CHECK(raw_response(stream, 3).payload == "late");  // still served meanwhile
+  stream.close();
+  CHECK(done_future.wait_for(5s) == std::future_status::ready);
+  CHECK(server.server().connection_count() == 0);
+}
+
+TEST_CASE("graceful shutdown closes an idle connection after the linger", "[ttrpc]") {
+  HeldCalls held;
+  ServerOptions options;
+  options.shutdown_linger = 200ms;
+  test::TtrpcServerHarness server(test_router(held), options);
+  UnixStream stream(server.socket_path());
+  REQUIRE(stream.write_all(request_frame_bytes(1, "test.Echo", "Echo", "x")));
+  CHECK(raw_response(stream, 1).payload == "x");
+
+  std::promise<void> done;
+  auto started = std::chrono::steady_clock::now();
+  server.server().shutdown([&done] { done.set_value(); });
+  CHECK(stream.wait_closed(5s));
+  auto waited = std::chrono::steady_clock::now() - started;
+  CHECK(waited >= 200ms);
+  CHECK(done.get_future().wait_for(5s) == std::future_status::ready);
+}
+
 TEST_CASE("close drops pending calls; clients see Unavailable", "[ttrpc]") {
   Fixture f;
   SyncClient client(f.server.socket_path());
@@ -213,8 +255,10 @@ TEST_CASE("close drops pending calls; clients see Unavailable", "[ttrpc]") {
 TEST_CASE("many connections are served at once", "[ttrpc]") {
   Fixture f;
   std::vector<std::unique_ptr<UnixStream>> streams;
-  for (int i = 0; i < 20; ++i) streams.push_back(std::make_unique<UnixStream>(f.server.socket_path()));
-  for (auto& stream : streams) REQUIRE(stream->write_all(request_frame_bytes(1, "test.Hold", "Hold")));
+  for (int i = 0; i < 20; ++i)
+    streams.push_back(std::make_unique<UnixStream>(f.server.socket_path()));
+  for (auto& stream : streams)
+    REQUIRE(stream->write_all(request_frame_bytes(1, "test.Hold", "Hold")));
   auto held = f.held.take(20);
   CHECK(f.server.server().connection_count() == 20);
   for (auto& [payload, responder] : held) responder.reply("r");
