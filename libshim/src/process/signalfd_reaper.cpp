@@ -179,6 +179,19 @@ class SignalfdReaper::Impl : public std::enable_shared_from_this<SignalfdReaper:
     return {};
   }
 
+  Status claim_running(pid_t pid, ExitFuture* exit) {
+    if (pid <= 0) return invalid_argument(fmt::format("claim of pid {}: not a pid", pid));
+    std::lock_guard lock(mu_);
+    if (stopped_) return unavailable(fmt::format("claim of pid {}: reaper stopped", pid));
+    if (claims_.count(pid) != 0) {
+      return failed_precondition(fmt::format("claim of pid {}: claimed already", pid));
+    }
+    ExitPromise promise;
+    *exit = promise.future();
+    claims_[pid] = std::move(promise);
+    return {};
+  }
+
   void stop() {
     std::unordered_map<pid_t, ExitPromise> claims;  // abandoned when destroyed
     std::vector<SubscriberPtr> subscribers;
@@ -340,6 +353,10 @@ Subscription SignalfdReaper::subscribe(ExitCallback callback) {
 Subscription SignalfdReaper::subscribe(boost::asio::any_io_executor executor,
                                        ExitCallback callback) {
   return impl_->subscribe(std::move(executor), std::move(callback));
+}
+
+Status SignalfdReaper::claim_running(pid_t pid, ExitFuture* exit) {
+  return impl_->claim_running(pid, exit);
 }
 
 Status SignalfdReaper::spawn_claimed(Spawner& spawner, const SpawnRequest& request,

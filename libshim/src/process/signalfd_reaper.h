@@ -73,6 +73,7 @@ class SignalfdReaper final : public Reaper {
   Subscription subscribe(boost::asio::any_io_executor executor, ExitCallback callback) override;
   Status spawn_claimed(Spawner& spawner, const SpawnRequest& request,
                        ClaimedProcess* process) override;
+  Status claim_running(pid_t pid, ExitFuture* exit) override;
 
   ReaperStats stats() const;
   // Whether every exit reaped so far reached its subscribers (none queued, parked or

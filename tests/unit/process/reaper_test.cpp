@@ -397,6 +397,51 @@ TEST_CASE("stopping the reaper abandons claims; signals share the watcher", "[re
   shim_test::require_child_passed(outcome);
 }
 
+// A live upgrade's new program claims a child the old one started (a binary:// logger)
+// before its reaper starts: an exit that happened during the swap waits as a zombie.
+TEST_CASE("claim_running: a running child's exit, even one already a zombie, goes to the claim",
+          "[reaper]") {
+  auto outcome = shim_test::run_in_child([](ChildReport& report) {
+    shim::Status blocked = shim::SignalWatcher::block_in_this_thread({SIGCHLD});
+    report.check(blocked.ok(), "block SIGCHLD");
+    boost::asio::io_context io;
+    shim::SignalWatcher signals(io.get_executor());
+    shim::SignalfdReaper reaper(io.get_executor(), signals);
+    std::vector<ProcessExit> fanned_out;
+    auto subscription =
+        reaper.subscribe([&](const ProcessExit& exit) { fanned_out.push_back(exit); });
+
+    const pid_t early = ::fork();
+    if (early == 0) ::_exit(7);
+    const pid_t late = ::fork();
+    if (late == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    while (proc_state(early) != 'Z') std::this_thread::sleep_for(1ms);
+    shim::ExitFuture early_exit, late_exit, again;
+    report.check(reaper.claim_running(early, &early_exit).ok(), "claim the zombie");
+    report.check(reaper.claim_running(late, &late_exit).ok(), "claim the running child");
+    report.check(reaper.claim_running(late, &again).code() == shim::Code::kFailedPrecondition,
+                 "a second claim of one pid must fail");
+    report.check(reaper.claim_running(0, &again).code() == shim::Code::kInvalidArgument,
+                 "pid 0 is no child");
+    report.check(reaper.start().ok(), "start");
+    ::kill(late, SIGTERM);
+    for (int i = 0; i < 500 && !(early_exit.ready() && late_exit.ready()); ++i) io.run_for(10ms);
+    auto early_status = early_exit.wait_for(0s);
+    auto late_status = late_exit.wait_for(0s);
+    report.check(early_status && early_status->pid == early && early_status->status == 7,
+                 "the zombie's exit 7");
+    report.check(late_status && late_status->pid == late && late_status->status == 128 + SIGTERM,
+                 "the running child's SIGTERM");
+    io.run_for(50ms);
+    report.check(fanned_out.empty(), "a claimed exit must not be fanned out");
+    reaper.stop();
+  });
+  shim_test::require_child_passed(outcome);
+}
+
 TEST_CASE("ExitFuture: blocking and async waits, abandonment", "[reaper]") {
   boost::asio::io_context io;
   shim::ExitPromise promise;

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <string>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -56,6 +57,16 @@ class Reaper {
   // the exit of a child that failed to exec is swallowed.
   virtual Status spawn_claimed(Spawner& spawner, const SpawnRequest& request,
                                ClaimedProcess* process) = 0;
+
+  // Claims the exit of `pid`, a child already running: one the previous program of this
+  // process started, carried across a live upgrade's exec (shim/live_upgrade.h). Call it
+  // before the reaper starts reaping, as its exit may be waiting as a zombie. The default
+  // answers Unimplemented: such a reaper cannot carry those children.
+  virtual Status claim_running(pid_t pid, ExitFuture* exit) {
+    (void)exit;
+    return Status(Code::kUnimplemented,
+                  "this reaper cannot claim the running child " + std::to_string(pid));
+  }
 };
 
 }  // namespace shim
