@@ -6,7 +6,8 @@
 // serving: a binary that fails at once, one that refuses the state after the exec (the
 // old program is exec'd again), a relative path. Under a real containerd and runc: a
 // container without stdio and one streaming stdout to an attached ctr cross the swaps;
-// one with a binary:// logger (not carried yet) refuses the upgrade and runs on.
+// one logging through a binary:// logger keeps its logger across four swaps.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/ttrpc_harness.h"
+#include "support/wait_until.h"
 
 namespace {
 
@@ -172,40 +174,66 @@ TEST_CASE("Live upgrade: no shim for the id gives a clear error", "[upgrade]") {
         0);
 }
 
-// A binary:// logger (not carried yet): the upgrade is refused with the reason and the
-// old program serves on.
-TEST_CASE("Live upgrade: a container with a binary logger refuses and the container runs on",
+// A binary:// logger stays the shim's child across the swaps: it gets every line the
+// container prints (until it is killed), and the new program, which claimed its exit, stops
+// it at the delete.
+TEST_CASE("Live upgrade: a container's binary logger is carried across four swaps",
           "[upgrade][runc-e2e]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
   shim::test::RuncE2e s;
   shim::test::TempDir dir("upgrade-logger-");
   const std::string logger = dir.path() + "/logger";
+  const std::string logged = dir.path() + "/logged";
+  const std::string logger_pid = dir.path() + "/logger.pid";
   {
     std::ofstream script(logger);
-    script << "#!/bin/sh\nexec 5>&-\nexec /bin/cat <&3 >/dev/null 4<&-\n";
+    script << "#!/bin/sh\necho $$ > " << logger_pid << "\nexec 5>&-\nexec /bin/cat <&3 >" << logged
+           << " 4<&-\n";
   }
   fs::permissions(logger, fs::perms::owner_all);
-  REQUIRE(
-      s.fx.ctr_ok(s.run({"-d", "--log-uri", "binary://" + logger}, "kept", {"/bin/sleep", "600"}))
-          .ok());
-  REQUIRE(s.wait_status("kept", "RUNNING", std::chrono::seconds(20)));
+  // Numbered lines until killed: each echo is one write, so the log ends on a whole line.
+  REQUIRE(s.fx.ctr_ok(s.run({"-d", "--log-uri", "binary://" + logger}, "logged",
+                            {"/bin/sh", "-c",
+                             "i=0; while true; do i=$((i+1)); echo $i; "
+                             "if [ $((i % 500)) -eq 0 ]; then sleep 0.1; fi; done"}))
+              .ok());
+  REQUIRE(s.wait_status("logged", "RUNNING", std::chrono::seconds(20)));
   std::vector<pid_t> shims = shim::test::live_shims(shim::test::our_runc_shim(), s.fx.ns());
   REQUIRE(shims.size() == 1);
-  const pid_t task = s.task_pid("kept");
+  REQUIRE(shim::test::wait_until([&] { return fs::exists(logger_pid); }, std::chrono::seconds(5)));
+  pid_t logger_process = 0;
+  std::ifstream(logger_pid) >> logger_process;
+  REQUIRE(logger_process > 0);
 
-  ShimRun run = run_upgrade_of(s, test_shim("next"), "kept");
-  INFO(run.describe());
-  CHECK(run.exit_code == 1);
-  CHECK(run.err.find(fmt::format("container kept: it logs to a binary:// logger; live upgrade "
-                                 "does not carry loggers yet (libshim {})",
-                                 LIBSHIM_TEST_VERSION)) != std::string::npos);
-  CHECK(exe_of(shims[0]) == fs::canonical(shim::test::our_runc_shim()).string());
-  CHECK(s.task_status("kept") == "RUNNING");
-  CHECK(s.task_pid("kept") == task);
-  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "SIGKILL", "kept"}).ok());
-  REQUIRE(s.wait_status("kept", "STOPPED", std::chrono::seconds(10)));
-  REQUIRE(s.fx.ctr_ok({"task", "rm", "kept"}).ok());
-  REQUIRE(s.fx.ctr_ok({"container", "rm", "kept"}).ok());
+  for (int swap = 1; swap <= 4; ++swap) {
+    const std::string binary = swap % 2 == 1 ? test_shim("next") : runc_shim();
+    ShimRun run = run_upgrade_of(s, binary, "logged");
+    INFO("swap " << swap << ": " << run.describe());
+    REQUIRE(run.exit_code == 0);
+    CHECK(exe_of(shims[0]) == fs::canonical(binary).string());
+    CHECK(::kill(logger_process, 0) == 0);
+  }
+  std::error_code error;
+  const auto logged_by_last_swap = fs::file_size(logged, error);
+  REQUIRE(shim::test::wait_until([&] { return fs::file_size(logged, error) > logged_by_last_swap; },
+                                 std::chrono::seconds(10)));  // still logging after the swaps
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "SIGKILL", "logged"}).ok());
+  REQUIRE(s.wait_status("logged", "STOPPED", std::chrono::seconds(20)));
+  // The delete waits for the logger's exit: the claim made after the swaps delivers it.
+  auto removed = s.fx.ctr({"task", "rm", "logged"}, std::chrono::seconds(10));
+  INFO(removed.describe());
+  REQUIRE(removed.ok());
+  CHECK_FALSE(fs::exists(fmt::format("/proc/{}", logger_process)));
+  std::ifstream file(logged);
+  std::string printed{std::istreambuf_iterator<char>(file), {}};
+  REQUIRE(printed.ends_with("\n"));
+  const std::size_t last_start = printed.rfind('\n', printed.size() - 2) + 1;
+  const int count = std::stoi(printed.substr(last_start));
+  std::string expected;
+  for (int i = 1; i <= count; ++i) expected += std::to_string(i) + "\n";
+  CHECK(printed.size() > logged_by_last_swap);
+  CHECK(printed == expected);
+  REQUIRE(s.fx.ctr_ok({"container", "rm", "logged"}).ok());
 }
 
 namespace {

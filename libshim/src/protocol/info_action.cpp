@@ -38,7 +38,7 @@ int run_info(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
   }
   // Which live-upgrade state formats this binary reads (docs/live-upgrade.md).
   (*info.mutable_annotations())[std::string(upgrade::kStateFormatsAnnotation)] =
-      std::to_string(upgrade::kStateFormat);
+      upgrade::readable_state_formats();
   return write_fd(STDOUT_FILENO, info.SerializeAsString()) ? 0 : 1;
 }
 

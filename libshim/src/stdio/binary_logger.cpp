@@ -81,9 +81,7 @@ shim::Status BinaryLogger::create(boost::asio::any_io_executor executor, const S
   if (uri.path.empty()) return shim::unknown("failed to start binary process: exec: no command");
   std::shared_ptr<BinaryLogger> self(new BinaryLogger(std::move(executor), std::move(settings),
                                                       logger, uri.scheme == "binary-v2"));
-  self->path_ = uri.path;
-  self->argv_.push_back(uri.path);
-  for (std::string& arg : binary_logger_args(uri.query)) self->argv_.push_back(std::move(arg));
+  self->set_program(uri);
   if (auto s = stdio::make_pipe(&self->stdout_pipe_); !s.ok()) {
     return shim::unknown(fmt::format("failed to create stdout pipes: {}", s.message()));
   }
@@ -93,6 +91,12 @@ shim::Status BinaryLogger::create(boost::asio::any_io_executor executor, const S
   if (auto s = stdio::make_pipe(&self->ready_pipe_); !s.ok()) return s;
   *out = std::move(self);
   return {};
+}
+
+void BinaryLogger::set_program(const StdioUri& uri) {
+  path_ = uri.path;
+  argv_ = {uri.path};
+  for (std::string& arg : binary_logger_args(uri.query)) argv_.push_back(std::move(arg));
 }
 
 stdio::Fd BinaryLogger::take_stdout_writer() {
@@ -111,11 +115,20 @@ pid_t BinaryLogger::pid() const {
 }
 
 shim::Status BinaryLogger::start() {
+  struct Started {  // start() returned, however
+    BinaryLogger* self;
+    ~Started() {
+      std::lock_guard lock(self->mu_);
+      self->starting_ = false;
+    }
+  };
+  Started started{this};
   stdio::Fd stdout_reader, stderr_reader, ready_reader, ready_writer;
   {
     std::lock_guard lock(mu_);
     if (phase_ != Phase::kIdle) return shim::failed_precondition("binary logger: already started");
     phase_ = Phase::kStarting;
+    starting_ = true;
     stdout_reader = std::move(stdout_pipe_.read_end);
     stderr_reader = std::move(stderr_pipe_.read_end);
     ready_reader = std::move(ready_pipe_.read_end);

@@ -1,6 +1,6 @@
 // BinaryLogger: the logging program behind a `binary://` or `binary-v2://` stdout URI
-// (pkg/process/io.go NewBinaryIO). The container's stdout and stderr go straight into two pipes whose
-// read ends the logger holds; the shim copies nothing.
+// (pkg/process/io.go NewBinaryIO). The container's stdout and stderr go straight into two pipes
+// whose read ends the logger holds; the shim copies nothing.
 //
 //   create()  (any thread, e.g. the loop): makes the stdout, stderr and readiness pipes.
 //   start()   (a pool thread, before runc create/exec; it blocks): spawns
@@ -32,17 +32,23 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
-#include "stdio/stdio_fd.h"
-#include "stdio/stdio_uri.h"
+#include "shim/logger.h"
 #include "shim/process/exit.h"
 #include "shim/process/exit_future.h"
-#include "shim/logger.h"
 #include "shim/process/process_handle.h"
 #include "shim/status.h"
 #include "shim/stdio/process_io.h"  // BinaryLoggerSettings
+#include "stdio/stdio_fd.h"
+#include "stdio/stdio_uri.h"
 
 namespace shim {
+
+namespace upgrade {
+class CarriedFds;
+}
 
 // The logger's arguments from the URI query, as Go's url.Query() read by NewBinaryCmd:
 // "k v k2 v2 ...", '+' and %XX decoded, a key given twice appears once with its first
@@ -83,11 +89,26 @@ class BinaryLogger : public std::enable_shared_from_this<BinaryLogger> {
   // logger's exit. Idempotent: later calls only add their callback.
   void stop(LoggerExitCallback on_exit = {});
 
+  // Live upgrade (stdio/binary_logger_upgrade.cpp). A logger not started yet, running or
+  // exited is carried: its pipes, and its pid and pidfd, whose exit the new program claims
+  // from the reaper (Reaper::claim_running). One starting or being stopped refuses
+  // (FailedPrecondition: try again). Executor only.
+  shim::Status upgrade_ready() const;
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds) const;
+  // The logger of `uri` as `saved` describes it, its exit claimed from settings.reaper
+  // (before that reaper starts reaping).
+  static shim::Status restore(boost::asio::any_io_executor executor, const StdioUri& uri,
+                              BinaryLoggerSettings settings, const shim::Logger& logger,
+                              const boost::json::value& saved, upgrade::CarriedFds* carried,
+                              std::shared_ptr<BinaryLogger>* out);
+
  private:
   enum class Phase { kIdle, kStarting, kRunning, kDone };
 
   BinaryLogger(boost::asio::any_io_executor executor, BinaryLoggerSettings settings,
                const shim::Logger& logger, bool strict_ready);
+  void set_program(const StdioUri& uri);
+  shim::Status upgrade_ready_locked() const;  // mu_ held
 
   shim::Status wait_ready(int fd) const;
   void watch_exit();
@@ -107,6 +128,7 @@ class BinaryLogger : public std::enable_shared_from_this<BinaryLogger> {
   Phase phase_ = Phase::kIdle;
   bool stop_requested_ = false;
   bool exited_ = false;
+  bool starting_ = false;  // start() has not returned yet (a pool thread is in it)
   std::optional<shim::ProcessExit> exit_;
   pid_t pid_ = -1;
   shim::ProcessHandle handle_;

@@ -104,6 +104,7 @@ class ProcessIO::Impl : public std::enable_shared_from_this<ProcessIO::Impl> {
   stdio::StreamCopier::DoneHandler output_done_handler(StdioStream stream);
   std::function<void(const stdio::OverflowEpisode&)> overflow_handler(StdioStream stream);
   // Live upgrade (process_io_upgrade.cpp).
+  shim::Status restore_binary_logger(const boost::json::value& saved, upgrade::CarriedFds* carried);
   shim::Status restore_copy(StdioStream stream, const boost::json::value& saved,
                             upgrade::CarriedFds* carried,
                             std::map<int, std::shared_ptr<stdio::Fd>>* targets);

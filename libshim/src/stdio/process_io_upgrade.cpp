@@ -4,7 +4,7 @@
 // keeper and the delivery probes, a terminal's console copy (stdio/terminal_upgrade.cpp).
 // Every fd stays open across the exec; the new program takes duplicates and closes the
 // originals once the loop runs, i.e. once the upgrade is committed
-// (upgrade/carried_fds.h). binary:// loggers are not carried yet.
+// (upgrade/carried_fds.h). A binary:// logger keeps running: stdio/binary_logger_upgrade.cpp.
 #include <fmt/format.h>
 #include <boost/asio/post.hpp>
 
@@ -58,8 +58,7 @@ std::array<int, 3> saved_fd_array(upgrade::StateFields& fields, std::string_view
 
 shim::Status ProcessIO::Impl::upgrade_ready() const {
   if (binary_logger_) {
-    return shim::Status(Code::kFailedPrecondition,
-                        "it logs to a binary:// logger; live upgrade does not carry loggers yet");
+    if (shim::Status s = binary_logger_->upgrade_ready(); !s.ok()) return s;
   }
   if (terminal_ && !closed_) return terminal_->upgrade_ready();
   return {};
@@ -89,6 +88,12 @@ shim::Status ProcessIO::Impl::save_for_upgrade(json::object* state, std::vector<
     if (shim::Status s = terminal_->save_for_upgrade(&terminal.emplace_object(), fds); !s.ok())
       return s;
   }
+  json::value binary_logger;  // null: none
+  if (binary_logger_) {
+    if (shim::Status s = binary_logger_->save_for_upgrade(&binary_logger.emplace_object(), fds);
+        !s.ok())
+      return s;
+  }
   if (shared_file_ && shared_file_->valid()) fds->push_back(shared_file_->get());
   if (stdin_keeper_.valid()) fds->push_back(stdin_keeper_.get());
   *state = json::object{{"null", null_},
@@ -103,7 +108,8 @@ shim::Status ProcessIO::Impl::save_for_upgrade(json::object* state, std::vector<
                         {"openers", fd_array(openers, fds)},
                         {"probes", fd_array(probes, fds)},
                         {"copiers", std::move(copiers)},
-                        {"terminal", std::move(terminal)}};
+                        {"terminal", std::move(terminal)},
+                        {"binary_logger", std::move(binary_logger)}};
   return {};
 }
 
@@ -130,6 +136,7 @@ shim::Status ProcessIO::Impl::restore(const json::value& saved, upgrade::Carried
   if (!fields.status().ok()) return fields.status();
 
   if (Status s = carried->take(stdin_keeper, "stdin keeper", &stdin_keeper_); !s.ok()) return s;
+  if (Status s = restore_binary_logger(saved, carried); !s.ok()) return s;
   if (spec_.terminal && started_ && !closed_) {
     if (Status s = TerminalIO::restore(executor_, spec_, logger_, *terminal, carried,
                                        output_done_handler(StdioStream::kStdout), &terminal_);
@@ -163,6 +170,21 @@ shim::Status ProcessIO::Impl::restore(const json::value& saved, upgrade::Carried
     }
   }
   return {};
+}
+
+// The logger comes first: a terminal's console copy writes into its pipe.
+shim::Status ProcessIO::Impl::restore_binary_logger(const json::value& saved,
+                                                    upgrade::CarriedFds* carried) {
+  const json::value* logger = saved.as_object().if_contains("binary_logger");
+  if (logger == nullptr || logger->is_null()) return {};
+  StdioUri uri;
+  if (Status s = parse_stdio_uri(spec_.stdout, &uri); !s.ok()) return s;
+  if (uri.scheme != "binary" && uri.scheme != "binary-v2") {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("upgrade state: stdio.binary_logger for stdout {}", spec_.stdout));
+  }
+  return BinaryLogger::restore(executor_, uri, options_.binary_logger, logger_, *logger, carried,
+                               &binary_logger_);
 }
 
 shim::Status ProcessIO::Impl::restore_copy(StdioStream stream, const json::value& saved,

@@ -82,10 +82,6 @@ void drain_then(ProcessIO* io, std::function<void()> next) {
 
 // Runs `next` once a binary:// logger of `io` has exited (Go's Delete waits for it too),
 // right away otherwise.
-void after_logger_exit(std::unique_ptr<ProcessIO> io, std::function<void()> next) {
-  if (io == nullptr) return next();
-  io->after_logger_exit(std::move(next));
-}
 
 struct ExecResult {
   Status status;
@@ -280,6 +276,16 @@ void RuntimeTaskService::finish_delete_init(const std::string& id, const Status&
     events_.deleted(event);
     reply(response);
     for (auto& later : later_deletes) later.fail(not_found("cannot delete a deleted process"));
+  });
+}
+
+void RuntimeTaskService::after_logger_exit(std::unique_ptr<ProcessIO> io,
+                                           std::function<void()> next) {
+  if (io == nullptr) return next();
+  ++stopping_loggers_;
+  io->after_logger_exit([this, next = std::move(next)] {
+    --stopping_loggers_;
+    next();
   });
 }
 

@@ -61,8 +61,8 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
                Reply<task::ConnectResponse> reply) override;
   void shutdown(const CallInfo&, task::ShutdownRequest request, Reply<Empty> reply) override;
 
-  // Live upgrade (runtime_task_upgrade.cpp): containers, their processes and stdio copies
-  // (not yet: binary:// loggers).
+  // Live upgrade (runtime_task_upgrade.cpp): containers, their processes and stdio copies,
+  // binary:// loggers included.
   UpgradeParticipant* upgrade_participant() override { return this; }
   std::string_view upgrade_key() const override { return "tasks"; }
   Status ready_for_upgrade() override;
@@ -101,6 +101,9 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
                    Reply<task::DeleteResponse> reply);
   void before_delete(const std::string& id, const std::string& exec_id, std::function<void()> next);
   void after_exit_published(TaskProcess& process, std::function<void()> next);
+  // Runs `next` once the binary:// logger of a deleted process's `io` has exited (at once
+  // without one), as Go's Delete waits for it; counted in stopping_loggers_.
+  void after_logger_exit(std::unique_ptr<ProcessIO> io, std::function<void()> next);
   void watch_oom(const TaskContainer& container);
   Status restore_container(const boost::json::value& saved);
   Status restore_process_io(const InstanceHolder& holder, TaskProcess& process,
@@ -117,6 +120,9 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
   Subscription exits_;
   std::map<std::string, std::unique_ptr<TaskContainer>> containers_;
   std::map<std::string, LifecycleEvents::StartToken> creating_;  // Creates under way: their holds
+  // Deletes answered once a logger exits: a live upgrade waits for them (their process
+  // is no longer a record it could carry).
+  std::size_t stopping_loggers_ = 0;
 };
 
 template <class Work, class Done>

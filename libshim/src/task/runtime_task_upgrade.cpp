@@ -66,6 +66,9 @@ Status save_stdio(const TaskContainer& container, json::object* stdio, std::vect
 
 Status RuntimeTaskService::ready_for_upgrade() {
   if (!creating_.empty()) return Status(Code::kUnavailable, "a Create is under way");
+  if (stopping_loggers_ > 0) {
+    return Status(Code::kUnavailable, "a Delete waits for a binary:// logger to exit");
+  }
   for (const auto& [id, container] : containers_) {
     if (container->restore_pending) {
       return Status(Code::kFailedPrecondition,

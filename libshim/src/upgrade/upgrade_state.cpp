@@ -58,6 +58,15 @@ Status write_state(const boost::json::object& document, int format, int* memfd) 
   return {};
 }
 
+std::string readable_state_formats() {
+  std::string formats;
+  for (int format = kOldestStateFormat; format <= kStateFormat; ++format) {
+    if (!formats.empty()) formats += ',';
+    formats += std::to_string(format);
+  }
+  return formats;
+}
+
 Status read_state(int fd, int* format, boost::json::object* document) {
   std::string bytes;
   if (Status s = read_all(fd, &bytes); !s.ok()) return s;
@@ -73,10 +82,10 @@ Status read_state(int fd, int* format, boost::json::object* document) {
     return Status(Code::kInvalidArgument, fmt::format("upgrade state format \"{}\"", number));
   }
   *format = static_cast<int>(parsed);
-  if (*format != kStateFormat) {
+  if (*format < kOldestStateFormat || *format > kStateFormat) {
     return Status(Code::kFailedPrecondition,
-                  fmt::format("upgrade state format {} (this program reads format {})", *format,
-                              kStateFormat));
+                  fmt::format("upgrade state format {} (this program reads formats {})", *format,
+                              readable_state_formats()));
   }
   boost::system::error_code error;
   boost::json::value value = boost::json::parse(std::string_view(bytes).substr(newline + 1), error);

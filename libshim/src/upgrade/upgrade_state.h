@@ -19,9 +19,12 @@
 
 namespace shim::upgrade {
 
-// The one state format this libshim writes and reads.
-inline constexpr int kStateFormat = 1;
-// -info's annotation: the state formats the binary reads, comma-separated ("1").
+// The state format this libshim writes, and the oldest it reads (it reads every one in
+// between). 2: a process's stdio may carry a binary:// logger ("binary_logger"), which a
+// program reading only 1 would drop; a format-1 document has none.
+inline constexpr int kStateFormat = 2;
+inline constexpr int kOldestStateFormat = 1;
+// -info's annotation: the state formats the binary reads, comma-separated ("1,2").
 inline constexpr std::string_view kStateFormatsAnnotation = "io.libshim.upgrade.state-formats";
 // The environment of the exec'd program: the memfd's number; the old program's exe (an
 // O_PATH fd) to go back to; and, set on the way back, why the new program refused.
@@ -33,9 +36,12 @@ inline constexpr const char* kRefusedEnv = "LIBSHIM_UPGRADE_REFUSED";
 // KeptFds clears that just before the exec) and rewinds it.
 Status write_state(const boost::json::object& document, int format, int* memfd);
 
+// The -info annotation's value: every format this program reads ("1,2").
+std::string readable_state_formats();
+
 // Reads a state fd from its start. `*format` is set whenever the header was readable;
-// the document is parsed only when the format is kStateFormat (FailedPrecondition
-// otherwise, naming both formats).
+// the document is parsed only when this program reads the format (FailedPrecondition
+// otherwise, naming the formats).
 Status read_state(int fd, int* format, boost::json::object* document);
 
 // Fds that must survive the execve: close-on-exec cleared just before it (so that no

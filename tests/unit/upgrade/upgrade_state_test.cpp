@@ -20,6 +20,14 @@ TEST_CASE("Upgrade state: a document round-trips through its memfd", "[upgrade]"
   CHECK(format == shim::upgrade::kStateFormat);
   CHECK(read == document);
   ::close(fd);
+
+  // A program of the previous format's libshim hands over format 1: still read.
+  REQUIRE(shim::upgrade::write_state(document, 1, &fd).ok());
+  REQUIRE(shim::upgrade::read_state(fd, &format, &read).ok());
+  CHECK(format == 1);
+  CHECK(read == document);
+  ::close(fd);
+  CHECK(shim::upgrade::readable_state_formats() == "1,2");
 }
 
 TEST_CASE("Upgrade state: another format or garbage is refused", "[upgrade]") {
@@ -30,7 +38,7 @@ TEST_CASE("Upgrade state: another format or garbage is refused", "[upgrade]") {
   shim::Status other = shim::upgrade::read_state(fd, &format, &read);
   CHECK(format == 7);
   CHECK(other.code() == shim::Code::kFailedPrecondition);
-  CHECK(other.message() == "upgrade state format 7 (this program reads format 1)");
+  CHECK(other.message() == "upgrade state format 7 (this program reads formats 1,2)");
   ::close(fd);
 
   int pipe_fds[2];
