@@ -69,7 +69,8 @@ class FuzzTaskService final : public shim::TaskService {
     response.set_exec_id(request.exec_id());
     reply(response);
   }
-  void wait(const CallInfo&, shim::task::WaitRequest, Reply<shim::task::WaitResponse> reply) override {
+  void wait(const CallInfo&, shim::task::WaitRequest,
+            Reply<shim::task::WaitResponse> reply) override {
     held_.add(reply.responder());
   }
 
@@ -88,9 +89,8 @@ Router make_router(HeldCalls& held, FuzzTaskService& tasks) {
     for (const auto& [key, value] : call.metadata) out += ";" + key + "=" + value;
     r.reply(out);
   });
-  router.add("fuzz.S", "Hold", [&held](const CallInfo&, std::string_view, Responder r) {
-    held.add(std::move(r));
-  });
+  router.add("fuzz.S", "Hold",
+             [&held](const CallInfo&, std::string_view, Responder r) { held.add(std::move(r)); });
   router.add("fuzz.S", "Throw", [](const CallInfo&, std::string_view, Responder) {
     throw std::runtime_error("thrown");
   });
@@ -123,8 +123,12 @@ class Session {
  public:
   Session()
       : tasks_(held_),
-        context_(std::make_shared<ServerContext>(io_.get_executor(), make_router(held_, tasks_),
-                                                 ServerOptions{.max_message_size = kLimit})) {
+        // No linger: the peer here never closes first (its end is not read by a running
+        // loop), so a graceful close must come as soon as the connection is idle.
+        context_(std::make_shared<ServerContext>(
+            io_.get_executor(), make_router(held_, tasks_),
+            ServerOptions{.max_message_size = kLimit,
+                          .shutdown_linger = std::chrono::milliseconds(0)})) {
     asio::local::stream_protocol::socket server_end(io_);
     asio::local::connect_pair(server_end, peer_);
     peer_.non_blocking(true);
@@ -174,9 +178,15 @@ class Session {
     if (held_.calls.empty()) return;
     std::size_t index = (op & 0x1f) % held_.calls.size();
     switch (op & 0xe0) {
-      case 0x80: held_.calls[index].reply("held"); break;
-      case 0xa0: held_.calls[index].fail(shim::not_found("held")); break;
-      default: held_.calls.erase(held_.calls.begin() + static_cast<std::ptrdiff_t>(index)); break;
+      case 0x80:
+        held_.calls[index].reply("held");
+        break;
+      case 0xa0:
+        held_.calls[index].fail(shim::not_found("held"));
+        break;
+      default:
+        held_.calls.erase(held_.calls.begin() + static_cast<std::ptrdiff_t>(index));
+        break;
     }
   }
 
