@@ -15,8 +15,9 @@
 // pod's containers reach the same socket through the task API (TaskService).
 //
 // Threading: every Sandbox and SandboxRuntime method runs on the shim's work pool (it may
-// block), one at a time per sandbox. SandboxEvents::exited() may be called from any
-// thread. Exceptions: a method may throw; the RPC then fails with Internal
+// block), one at a time per sandbox, except the live-upgrade pair (save_for_upgrade,
+// reopen), which runs on the event loop and must not block. SandboxEvents::exited() may
+// be called from any thread. Exceptions: a method may throw; the RPC then fails with Internal
 // "<Class>::<method> threw: <what>" and the sandbox keeps its state (shim/runtime.h).
 #pragma once
 #include <chrono>
@@ -111,6 +112,14 @@ class Sandbox {
   // one of its fields (image, config, runtimeSpec, ...) must have that field's type.
   // Called only for a verbose status, in the sandbox's turn. Default: none.
   virtual Status details(boost::json::object* info) const;
+
+  // Live upgrade (shim/live_upgrade.h, docs/live-upgrade.md): what SandboxRuntime::reopen
+  // needs to serve this sandbox again in the new program, as JSON members, and every fd it
+  // needs into *fds (they stay open across the exec with the same numbers). On the event
+  // loop, while none of this sandbox's other methods runs; it must change nothing (the
+  // exec may fail and this program go on). Default: Unimplemented, and a shim serving
+  // the sandbox refuses the upgrade with that reason.
+  virtual Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
 };
 
 // Makes the shim's sandbox.
@@ -121,6 +130,16 @@ class SandboxRuntime {
   // CreateSandbox: prepare the pod (nothing runs yet). `events` outlives the sandbox.
   virtual Status create(const SandboxConfig& config, SandboxEvents& events,
                         std::unique_ptr<Sandbox>* sandbox) = 0;
+
+  // Live upgrade, in the new program before it serves and before its reaper starts: the
+  // sandbox `saved` (what Sandbox::save_for_upgrade wrote, possibly in another version of
+  // the shim) describes. `config` has the id, bundle and netns path only; the sandbox
+  // saved whatever else it needs. Take duplicates of the saved fds (F_DUPFD_CLOEXEC) and
+  // leave the numbers themselves open: until every participant restored, the upgrade can
+  // still go back to the old program, which needs them; libshim closes them once it is
+  // committed. On the event loop (not running yet). Default: Unimplemented.
+  virtual Status reopen(const SandboxConfig& config, const boost::json::object& saved,
+                        SandboxEvents& events, std::unique_ptr<Sandbox>* sandbox);
 };
 
 }  // namespace shim

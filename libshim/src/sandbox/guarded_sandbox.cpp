@@ -41,6 +41,24 @@ Status GuardedSandbox::details(boost::json::object* info) const {
   return guard("Sandbox::details", [&] { return sandbox_->details(info); });
 }
 
+Status GuardedSandbox::save_for_upgrade(boost::json::object* state, std::vector<int>* fds) {
+  return guard("Sandbox::save_for_upgrade", [&] { return sandbox_->save_for_upgrade(state, fds); });
+}
+
+Status guarded_reopen(SandboxRuntime& runtime, const SandboxConfig& config,
+                      const boost::json::object& saved,
+                      const std::shared_ptr<SandboxEvents>& events, Logger& logger,
+                      std::unique_ptr<GuardedSandbox>* sandbox) {
+  std::unique_ptr<Sandbox> made;
+  Status reopened = vendor_call(
+      "SandboxRuntime::reopen", [&] { return runtime.reopen(config, saved, *events, &made); },
+      &logger, config.id);
+  if (!reopened.ok()) return reopened;
+  if (made == nullptr) return Status(Code::kInternal, "SandboxRuntime::reopen made no sandbox");
+  *sandbox = std::make_unique<GuardedSandbox>(std::move(made), events, logger, config.id);
+  return {};
+}
+
 Status guarded_create(SandboxRuntime& runtime, const SandboxConfig& config,
                       const std::shared_ptr<SandboxEvents>& events, Logger& logger,
                       std::unique_ptr<GuardedSandbox>* sandbox) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shim/logger.h"
 #include "shim/sandbox.h"
@@ -31,6 +32,7 @@ class GuardedSandbox {
   Status platform(containerd::types::Platform* platform) const;
   Status metrics(containerd::types::Metric* metric);
   Status details(boost::json::object* info) const;
+  Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds);
 
  private:
   template <class Call>
@@ -47,6 +49,12 @@ class GuardedSandbox {
 // sandbox's shutdown() runs here (its failure is logged) and it is dropped: containerd never learns
 // of a sandbox whose create failed.
 Status guarded_create(SandboxRuntime& runtime, const SandboxConfig& config,
+                      const std::shared_ptr<SandboxEvents>& events, Logger& logger,
+                      std::unique_ptr<GuardedSandbox>* sandbox);
+
+// SandboxRuntime::reopen behind the same guard (a live upgrade's new program).
+Status guarded_reopen(SandboxRuntime& runtime, const SandboxConfig& config,
+                      const boost::json::object& saved,
                       const std::shared_ptr<SandboxEvents>& events, Logger& logger,
                       std::unique_ptr<GuardedSandbox>* sandbox);
 

@@ -21,4 +21,14 @@ Status Sandbox::metrics(containerd::types::Metric*) { return not_implemented("sa
 
 Status Sandbox::details(boost::json::object*) const { return {}; }
 
+Status Sandbox::save_for_upgrade(boost::json::object*, std::vector<int>*) {
+  return Status(Code::kUnimplemented, "this sandbox cannot be carried across a live upgrade");
+}
+
+Status SandboxRuntime::reopen(const SandboxConfig& config, const boost::json::object&,
+                              SandboxEvents&, std::unique_ptr<Sandbox>*) {
+  return Status(Code::kUnimplemented, "this sandbox runtime cannot reopen sandbox " + config.id +
+                                          " after a live upgrade");
+}
+
 }  // namespace shim

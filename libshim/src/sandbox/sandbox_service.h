@@ -59,7 +59,9 @@ class SandboxService final : public UpgradeParticipant {
   template <class Response>
   using Reply = ttrpc::Reply<Response>;
 
-  // Live upgrade: so far only while it serves no sandbox (docs/live-upgrade.md).
+  // Live upgrade (sandbox_upgrade.cpp): the record and the plug-in's state
+  // (Sandbox::save_for_upgrade, SandboxRuntime::reopen); not while a call of the sandbox
+  // runs or its create is under way (Unavailable).
   std::string_view upgrade_key() const override { return "sandboxes"; }
   Status ready_for_upgrade() override;
   Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds) override;
