@@ -139,4 +139,57 @@ TEST_CASE("CRI live upgrade: a pod's grouped shim swaps its program under runnin
   CHECK(shim::test::wait_until([&] { return exited(shim_pid); }, 20s));
 }
 
+// Shim mode (containerd 2.x, sandboxer = "shim"): the pod is the shim itself (its main
+// thread holds the pod's namespaces; a shared pid namespace has a holder child). Two swaps
+// later the pod is still READY, a container started after each swap joins the same
+// namespaces, every thread of the shim but the main one is back in the host's netns, and
+// StopPodSandbox kills the carried holder and sees its exit.
+TEST_CASE("CRI live upgrade: a pod without a pause container is carried across swaps",
+          "[cri][multi-version][upgrade]") {
+  LIBSHIM_SKIP_WITHOUT_CRI();
+  CriEnv env;
+  if (!env.has_shim_mode()) LIBSHIM_SKIP("sandboxer = \"shim\" needs containerd 2.x");
+  const Side side = Side::ours_shim_mode;
+  CriDaemon& daemon = env.daemon(side);
+  CriClient& client = env.client(side);
+  Pod pod = run_pod(env, side, "upgrade-sbx", /*share_pid=*/true);
+  const std::string first =
+      run_container(client, pod, container_config("first", {"/bin/sleep", "600"}, true));
+  auto net_of = [&](const std::string& id) {
+    return client.exec_sync(id, {"/bin/sh", "-c", "readlink /proc/self/ns/net"}).stdout();
+  };
+  const std::string pod_net = net_of(first);
+  const std::string host_net = fs::read_symlink("/proc/self/ns/net").string() + "\n";
+  REQUIRE(pod_net != host_net);
+
+  pid_t shim_pid = -1;
+  const std::vector<std::string> binaries = {next_shim(), our_shim_binary()};
+  for (std::size_t swap = 0; swap < binaries.size(); ++swap) {
+    CommandResult run = run_command({binaries[swap], "-namespace", "k8s.io", "-address",
+                                     daemon.fx().grpc_address(), "-id", pod.id, "upgrade"});
+    INFO("swap " << swap + 1 << ": " << run.describe());
+    REQUIRE(run.ok());
+    const pid_t pid = swapped_pid(run.out);
+    if (shim_pid == -1) shim_pid = pid;
+    CHECK(pid == shim_pid);
+    CHECK(exe_of(pid) == fs::canonical(binaries[swap]).string());
+    CHECK(client.pod_status(pod.id).status().state() == v1::SANDBOX_READY);
+
+    const std::string later = run_container(
+        client, pod, container_config(fmt::format("later-{}", swap), {"/bin/sleep", "600"}, true));
+    CHECK(net_of(later) == pod_net);
+    CHECK(client.exec_sync(first, {"/bin/sh", "-c", "exit 4"}).exit_code() == 4);
+    for (const auto& task : fs::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+      const std::string tid = task.path().filename().string();
+      const std::string net = fs::read_symlink(task.path() / "ns" / "net").string() + "\n";
+      INFO("thread " << tid);
+      CHECK(net == (tid == std::to_string(pid) ? pod_net : host_net));
+    }
+  }
+
+  // StopPodSandbox kills the holder the first program started and waits for its exit.
+  remove_pod(client, pod);
+  CHECK(shim::test::wait_until([&] { return exited(shim_pid); }, 20s));
+}
+
 }  // namespace shim::test::cri

@@ -68,6 +68,20 @@ shim::Status HolderState::kill_and_wait(std::chrono::seconds timeout, std::uint3
   return {};
 }
 
+HolderState::Saved HolderState::save() const {
+  std::lock_guard lock(mu_);
+  return Saved{pid_, handle_.pidfd(), killed_by_pod_, exit_status_};
+}
+
+void HolderState::restore(const Saved& saved, shim::ProcessHandle handle) {
+  std::lock_guard lock(mu_);
+  pid_ = saved.pid;
+  killed_by_pod_ = saved.killed_by_pod;
+  exit_status_ = saved.exit_status;
+  handle_ = std::move(handle);
+  if (exit_status_) handle_.mark_reaped();
+}
+
 void HolderState::unwatch() {
   shim::Subscription subscription;
   {

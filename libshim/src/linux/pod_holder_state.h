@@ -35,6 +35,18 @@ class HolderState : public std::enable_shared_from_this<HolderState> {
   // Stops watching (the subscription's callback may still run once; it holds this state).
   void unwatch();
 
+  // Live upgrade: the holder as saved (pid, pidfd or -1, killed by the pod, exit status)
+  // and, in the new program, taken over from that (after watch(), before the reaper
+  // starts: the holder is still this process's child).
+  struct Saved {
+    pid_t pid = 0;
+    int pidfd = -1;
+    bool killed_by_pod = false;
+    std::optional<int> exit_status;
+  };
+  Saved save() const;
+  void restore(const Saved& saved, shim::ProcessHandle handle);
+
  private:
   void on_exit(const shim::ProcessExit& exit, shim::SandboxEvents& events);
 

@@ -63,6 +63,20 @@ shim::Status HostNamespaces::open(std::shared_ptr<const HostNamespaces>* out) {
   return {};
 }
 
+shim::Status HostNamespaces::from_fds(const std::array<int, 3>& fds,
+                                      std::shared_ptr<const HostNamespaces>* out) {
+  auto host = std::make_shared<HostNamespaces>();
+  std::array<shim::UniqueFd*, 3> mine = {&host->net_, &host->ipc_, &host->uts_};
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    mine[i]->reset(::fcntl(fds[i], F_DUPFD_CLOEXEC, 0));
+    if (!mine[i]->valid()) {
+      return shim::errno_error(fmt::format("host namespace fd {}", fds[i]), errno);
+    }
+  }
+  *out = std::move(host);
+  return {};
+}
+
 shim::Status HostNamespaces::enter() const {
   if (shim::Status s = set_ns(net_.get(), CLONE_NEWNET, "enter the host's netns"); !s.ok())
     return s;

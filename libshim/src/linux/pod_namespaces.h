@@ -10,6 +10,7 @@
 // namespaces of the thread that created it (the loop, for most pool threads).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,10 @@ class HostNamespaces {
  public:
   // Opens /proc/thread-self/ns/{net,ipc,uts} of the calling thread.
   static shim::Status open(std::shared_ptr<const HostNamespaces>* out);
+  // Live upgrade: the three fds (net, ipc, uts), and namespaces from duplicates of them.
+  std::array<int, 3> fds() const { return {net_.get(), ipc_.get(), uts_.get()}; }
+  static shim::Status from_fds(const std::array<int, 3>& fds,
+                               std::shared_ptr<const HostNamespaces>* out);
   // Moves the calling thread into them (setns: allowed in a multithreaded process for
   // these three, with CAP_SYS_ADMIN).
   shim::Status enter() const;

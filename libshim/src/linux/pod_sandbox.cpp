@@ -4,6 +4,7 @@
 // pod_holder_state (a shared pid namespace), pod_cgroup (metrics).
 #include "shim/linux/pod_sandbox.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,8 +25,12 @@
 #include "shim/fs.h"
 #include "shim/logger.h"
 #include "shim/process/work_pool.h"
+#include "upgrade/state_fields.h"
+#include "upgrade/upgrade_support.h"
 
 namespace shim::linux_pod {
+
+namespace json = boost::json;
 
 namespace {
 
@@ -59,12 +64,14 @@ const char* mode_name(bool own) { return own ? "pod" : "host"; }
 class PodSandbox final : public shim::Sandbox {
  public:
   PodSandbox(shim::ServiceContext& context, const PodSandboxOptions& options, PodPlan plan,
-             PodFilePaths paths, shim::SandboxEvents& events)
+             PodFilePaths paths, shim::SandboxEvents& events,
+             std::optional<shim::pb::Any> pod_config)
       : context_(context),
         options_(options),
         plan_(std::move(plan)),
         paths_(std::move(paths)),
         events_(events),
+        pod_config_(std::move(pod_config)),
         logger_(context.logger.with({{"sandbox", plan_.id}})) {}
 
   ~PodSandbox() override {
@@ -76,11 +83,15 @@ class PodSandbox final : public shim::Sandbox {
   shim::Status shutdown() override;
   shim::Status metrics(containerd::types::Metric* metric) override;
   shim::Status details(boost::json::object* info) const override;
+  // Live upgrade: below.
+  shim::Status save_for_upgrade(boost::json::object* state, std::vector<int>* fds) override;
+  shim::Status restore(const boost::json::object& saved);
 
  private:
   shim::Status write_files();
   shim::Status enter_on_main_thread();
   shim::Status keep_pool_threads_on_host();
+  void move_new_pool_threads_to(std::shared_ptr<const HostNamespaces> host);
   std::uint32_t pod_pid() const;
 
   shim::ServiceContext& context_;
@@ -88,10 +99,12 @@ class PodSandbox final : public shim::Sandbox {
   const PodPlan plan_;
   const PodFilePaths paths_;
   shim::SandboxEvents& events_;
+  const std::optional<shim::pb::Any> pod_config_;  // CreateSandbox's options, for a reopen
   shim::Logger logger_;
   std::vector<std::string> written_;
   bool entered_ = false;
-  std::shared_ptr<HolderState> holder_;  // set on the loop in start(), read after it
+  std::shared_ptr<const HostNamespaces> host_;  // where new pool threads go back to
+  std::shared_ptr<HolderState> holder_;         // set on the loop in start(), read after it
 };
 
 shim::Status PodSandbox::write_files() {
@@ -111,13 +124,18 @@ shim::Status PodSandbox::write_files() {
 shim::Status PodSandbox::keep_pool_threads_on_host() {
   std::shared_ptr<const HostNamespaces> host;
   if (shim::Status s = HostNamespaces::open(&host); !s.ok()) return s;
+  move_new_pool_threads_to(std::move(host));
+  return {};
+}
+
+void PodSandbox::move_new_pool_threads_to(std::shared_ptr<const HostNamespaces> host) {
+  host_ = host;
   shim::Logger logger = logger_;
   context_.pool.set_thread_start([host, logger] {
     if (shim::Status s = host->enter(); !s.ok()) {
       logger.warn("pool thread stays in the pod's namespaces", {{"error", s.message()}});
     }
   });
-  return {};
 }
 
 shim::Status PodSandbox::enter_on_main_thread() {
@@ -210,6 +228,90 @@ shim::Status PodSandbox::details(boost::json::object* info) const {
   return {};
 }
 
+// Live upgrade. The exec keeps what the pod is made of: the main thread's namespaces (the
+// loop's thread calls execve), the holder (our child; its parent-death signal is tied to
+// that thread) and the files. What the new program needs besides the config: CreateSandbox's
+// options, whether the namespaces were entered and the host's to send pool threads back
+// to (their fds: the main thread cannot open them again), the holder's pid and pidfd, and
+// the files written.
+shim::Status PodSandbox::save_for_upgrade(json::object* state, std::vector<int>* fds) {
+  json::object saved;
+  saved["pod_config"] =
+      pod_config_ ? json::value(json::object{{"type_url", pod_config_->type_url()},
+                                             {"value", upgrade::hex(pod_config_->value())}})
+                  : json::value(nullptr);
+  saved["entered"] = entered_;
+  json::array files;
+  for (const std::string& file : written_) files.emplace_back(file);
+  saved["written"] = std::move(files);
+  json::value host = nullptr;
+  if (host_ != nullptr) {
+    const std::array<int, 3> host_fds = host_->fds();
+    host = json::array{host_fds[0], host_fds[1], host_fds[2]};
+    fds->insert(fds->end(), host_fds.begin(), host_fds.end());
+  }
+  saved["host_namespaces"] = std::move(host);
+  json::value holder = nullptr;
+  if (holder_ != nullptr) {
+    const HolderState::Saved h = holder_->save();
+    holder = json::object{{"pid", h.pid},
+                          {"pidfd", h.pidfd},
+                          {"killed_by_pod", h.killed_by_pod},
+                          {"exit_status", h.exit_status ? json::value(*h.exit_status) : nullptr}};
+    if (h.pidfd >= 0) fds->push_back(h.pidfd);
+  }
+  saved["holder"] = std::move(holder);
+  *state = std::move(saved);
+  return {};
+}
+
+shim::Status PodSandbox::restore(const json::object& saved) {
+  const json::value whole = saved;  // StateFields keeps a pointer into its value
+  upgrade::StateFields fields(whole, "sandboxes.sandbox.state");
+  entered_ = fields.flag("entered");
+  const json::array* files = fields.array("written");
+  if (!fields.status().ok()) return fields.status();
+  for (const json::value& file : *files) {
+    if (file.is_string()) written_.emplace_back(file.as_string());
+  }
+  if (const json::value* host = saved.if_contains("host_namespaces");
+      host != nullptr && !host->is_null()) {
+    std::array<int, 3> host_fds{-1, -1, -1};
+    if (!host->is_array() || host->as_array().size() != 3)
+      return shim::failed_precondition("upgrade state: host_namespaces is not three fds");
+    for (std::size_t i = 0; i < 3; ++i) {
+      const json::value& fd = host->as_array()[i];
+      if (fd.is_int64()) host_fds[i] = static_cast<int>(fd.as_int64());
+    }
+    std::shared_ptr<const HostNamespaces> namespaces;
+    if (shim::Status s = HostNamespaces::from_fds(host_fds, &namespaces); !s.ok()) return s;
+    move_new_pool_threads_to(std::move(namespaces));
+  }
+  const json::value* holder = saved.if_contains("holder");
+  if (holder == nullptr || holder->is_null()) return {};
+  upgrade::StateFields h(*holder, "sandboxes.sandbox.state.holder");
+  HolderState::Saved state;
+  state.pid = static_cast<pid_t>(h.number("pid"));
+  state.pidfd = h.fd("pidfd");
+  state.killed_by_pod = h.flag("killed_by_pod");
+  if (const json::value* status = holder->as_object().if_contains("exit_status");
+      status != nullptr && status->is_int64()) {
+    state.exit_status = static_cast<int>(status->as_int64());
+  }
+  if (!h.status().ok()) return h.status();
+  shim::UniqueFd pidfd;
+  if (state.pidfd >= 0) {
+    pidfd.reset(::fcntl(state.pidfd, F_DUPFD_CLOEXEC, 0));
+    if (!pidfd.valid())
+      return shim::errno_error(fmt::format("pid holder's pidfd {}", state.pidfd), errno);
+  }
+  auto holder_state = std::make_shared<HolderState>();
+  holder_state->watch(context_.reaper, events_);  // the reaper starts after the restore
+  holder_state->restore(state, shim::ProcessHandle(state.pid, pidfd.release()));
+  holder_ = std::move(holder_state);
+  return {};
+}
+
 }  // namespace
 
 PodSandboxRuntime::PodSandboxRuntime(shim::ServiceContext& context, PodSandboxOptions options)
@@ -225,8 +327,33 @@ shim::Status PodSandboxRuntime::create(const shim::SandboxConfig& config,
     return shim::Status(s.code(), fmt::format("sandbox {}: {}", config.id, s.message()));
   }
   PodFilePaths paths = PodFilePaths::of(dirs, config.id);
-  *sandbox =
-      std::make_unique<PodSandbox>(context_, options_, std::move(plan), std::move(paths), events);
+  *sandbox = std::make_unique<PodSandbox>(context_, options_, std::move(plan), std::move(paths),
+                                          events, config.options);
+  return {};
+}
+
+shim::Status PodSandboxRuntime::reopen(const shim::SandboxConfig& config,
+                                       const boost::json::object& saved,
+                                       shim::SandboxEvents& events,
+                                       std::unique_ptr<shim::Sandbox>* sandbox) {
+  shim::SandboxConfig full = config;
+  if (const json::value* pod_config = saved.if_contains("pod_config");
+      pod_config != nullptr && !pod_config->is_null()) {
+    upgrade::StateFields fields(*pod_config, "sandboxes.sandbox.state.pod_config");
+    shim::pb::Any any;
+    any.set_type_url(fields.text("type_url"));
+    std::string value;
+    if (!upgrade::unhex(fields.text("value"), &value)) fields.fail("value", "hex bytes");
+    if (!fields.status().ok()) return fields.status();
+    any.set_value(value);
+    full.options = std::move(any);
+  }
+  std::unique_ptr<shim::Sandbox> made;
+  if (shim::Status s = create(full, events, &made); !s.ok()) return s;
+  if (shim::Status s = static_cast<PodSandbox&>(*made).restore(saved); !s.ok()) {
+    return shim::Status(s.code(), fmt::format("sandbox {}: {}", config.id, s.message()));
+  }
+  *sandbox = std::move(made);
   return {};
 }
 

@@ -62,6 +62,12 @@ class PodSandboxRuntime final : public shim::SandboxRuntime {
   // containerd's directories from the bundle. Nothing runs and nothing is written yet.
   shim::Status create(const shim::SandboxConfig& config, shim::SandboxEvents& events,
                       std::unique_ptr<shim::Sandbox>* sandbox) override;
+  // Live upgrade: the pod as the old program left it (its namespaces are still the main
+  // thread's, its holder still our child): new pool threads go back to the host's
+  // namespaces again, the holder's exit is watched again.
+  shim::Status reopen(const shim::SandboxConfig& config, const boost::json::object& saved,
+                      shim::SandboxEvents& events,
+                      std::unique_ptr<shim::Sandbox>* sandbox) override;
 
  private:
   shim::ServiceContext& context_;
