@@ -6,12 +6,14 @@
 // changes, the log holds every line once, in order, and the pod stops and is removed as
 // usual, the shim then exiting. Run under the system containerd (1.6) in CI; by hand under
 // 1.7 and 2.1 with LIBSHIM_CONTAINERD_BIN, LIBSHIM_CTR_BIN and LIBSHIM_CONTAINERD_EXPECT.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -139,57 +141,113 @@ TEST_CASE("CRI live upgrade: a pod's grouped shim swaps its program under runnin
   CHECK(shim::test::wait_until([&] { return exited(shim_pid); }, 20s));
 }
 
+namespace {
+
+// The pid holder of a shim-mode pod that shares its pid namespace: the shim's child that
+// is pid 1 of its own pid namespace (NSpid ends in 1). 0 if there is none.
+pid_t holder_of(pid_t shim) {
+  std::error_code error;
+  for (const auto& task : fs::directory_iterator(fmt::format("/proc/{}/task", shim), error)) {
+    std::istringstream children(read_file((task.path() / "children").string()));
+    for (pid_t child = 0; children >> child;) {
+      std::istringstream status(read_file(fmt::format("/proc/{}/status", child)));
+      for (std::string line; std::getline(status, line);) {
+        if (line.starts_with("NSpid:") && line.ends_with("\t1")) return child;
+      }
+    }
+  }
+  return 0;
+}
+
+std::string link_of(const std::string& path) {
+  std::error_code error;
+  return fs::read_symlink(path, error).string() + "\n";
+}
+
+// One shim-mode pod with a shared pid namespace and a container, swapped twice: same shim
+// pid and holder; the pod READY; a container started after each swap joins its netns
+// and the holder's pid namespace; every shim thread but the main one in the host's netns.
+struct SwappedPod {
+  Pod pod;
+  std::string first;
+  pid_t shim = 0;
+  pid_t holder = 0;
+};
+
+SwappedPod run_and_swap(CriEnv& env, const std::string& prefix) {
+  const Side side = Side::ours_shim_mode;
+  CriClient& client = env.client(side);
+  SwappedPod p;
+  p.pod = run_pod(env, side, prefix, /*share_pid=*/true);
+  p.first = run_container(client, p.pod, container_config("first", {"/bin/sleep", "600"}, true));
+  auto ns_of = [&](const std::string& id, const char* kind) {
+    return client.exec_sync(id, {"/bin/sh", "-c", fmt::format("readlink /proc/self/ns/{}", kind)})
+        .stdout();
+  };
+  const std::string pod_net = ns_of(p.first, "net");
+  const std::string host_net = link_of("/proc/self/ns/net");
+  REQUIRE(pod_net != host_net);
+  const std::vector<std::string> binaries = {next_shim(), our_shim_binary()};
+  for (std::size_t swap = 0; swap < binaries.size(); ++swap) {
+    CommandResult run =
+        run_command({binaries[swap], "-namespace", "k8s.io", "-address",
+                     env.daemon(side).fx().grpc_address(), "-id", p.pod.id, "upgrade"});
+    INFO(prefix << " swap " << swap + 1 << ": " << run.describe());
+    REQUIRE(run.ok());
+    const pid_t pid = swapped_pid(run.out);
+    if (p.shim == 0) {
+      p.shim = pid;
+      p.holder = holder_of(pid);
+      REQUIRE(p.holder > 0);
+    }
+    CHECK(pid == p.shim);
+    CHECK(holder_of(pid) == p.holder);
+    CHECK(exe_of(pid) == fs::canonical(binaries[swap]).string());
+    CHECK(client.pod_status(p.pod.id).status().state() == v1::SANDBOX_READY);
+    const std::string later =
+        run_container(client, p.pod,
+                      container_config(fmt::format("later-{}", swap), {"/bin/sleep", "600"}, true));
+    CHECK(ns_of(later, "net") == pod_net);
+    CHECK(ns_of(later, "pid") == link_of(fmt::format("/proc/{}/ns/pid", p.holder)));
+    CHECK(client.exec_sync(p.first, {"/bin/sh", "-c", "exit 4"}).exit_code() == 4);
+    std::error_code error;
+    for (const auto& task : fs::directory_iterator(fmt::format("/proc/{}/task", pid), error)) {
+      const std::string tid = task.path().filename().string();
+      const std::string net = link_of((task.path() / "ns" / "net").string());
+      if (net == "\n") continue;  // a pool thread that just retired
+      INFO("thread " << tid);
+      CHECK(net == (tid == std::to_string(pid) ? pod_net : host_net));
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
 // Shim mode (containerd 2.x, sandboxer = "shim"): the pod is the shim itself (its main
-// thread holds the pod's namespaces; a shared pid namespace has a holder child). Two swaps
-// later the pod is still READY, a container started after each swap joins the same
-// namespaces, every thread of the shim but the main one is back in the host's netns, and
-// StopPodSandbox kills the carried holder and sees its exit.
+// thread holds the pod's namespaces; a shared pid namespace has a holder child). After
+// two swaps each: StopPodSandbox kills the carried holder, and a holder killed from
+// outside turns its pod NOTREADY (the new program watches its exit).
 TEST_CASE("CRI live upgrade: a pod without a pause container is carried across swaps",
           "[cri][multi-version][upgrade]") {
   LIBSHIM_SKIP_WITHOUT_CRI();
   CriEnv env;
   if (!env.has_shim_mode()) LIBSHIM_SKIP("sandboxer = \"shim\" needs containerd 2.x");
-  const Side side = Side::ours_shim_mode;
-  CriDaemon& daemon = env.daemon(side);
-  CriClient& client = env.client(side);
-  Pod pod = run_pod(env, side, "upgrade-sbx", /*share_pid=*/true);
-  const std::string first =
-      run_container(client, pod, container_config("first", {"/bin/sleep", "600"}, true));
-  auto net_of = [&](const std::string& id) {
-    return client.exec_sync(id, {"/bin/sh", "-c", "readlink /proc/self/ns/net"}).stdout();
-  };
-  const std::string pod_net = net_of(first);
-  const std::string host_net = fs::read_symlink("/proc/self/ns/net").string() + "\n";
-  REQUIRE(pod_net != host_net);
+  CriClient& client = env.client(Side::ours_shim_mode);
+  SwappedPod stopped = run_and_swap(env, "upgrade-stop");
+  SwappedPod killed = run_and_swap(env, "upgrade-kill");
 
-  pid_t shim_pid = -1;
-  const std::vector<std::string> binaries = {next_shim(), our_shim_binary()};
-  for (std::size_t swap = 0; swap < binaries.size(); ++swap) {
-    CommandResult run = run_command({binaries[swap], "-namespace", "k8s.io", "-address",
-                                     daemon.fx().grpc_address(), "-id", pod.id, "upgrade"});
-    INFO("swap " << swap + 1 << ": " << run.describe());
-    REQUIRE(run.ok());
-    const pid_t pid = swapped_pid(run.out);
-    if (shim_pid == -1) shim_pid = pid;
-    CHECK(pid == shim_pid);
-    CHECK(exe_of(pid) == fs::canonical(binaries[swap]).string());
-    CHECK(client.pod_status(pod.id).status().state() == v1::SANDBOX_READY);
+  REQUIRE(::kill(killed.holder, SIGKILL) == 0);
+  CHECK(shim::test::wait_until(
+      [&] { return client.pod_status(killed.pod.id).status().state() == v1::SANDBOX_NOTREADY; },
+      10s));
 
-    const std::string later = run_container(
-        client, pod, container_config(fmt::format("later-{}", swap), {"/bin/sleep", "600"}, true));
-    CHECK(net_of(later) == pod_net);
-    CHECK(client.exec_sync(first, {"/bin/sh", "-c", "exit 4"}).exit_code() == 4);
-    for (const auto& task : fs::directory_iterator(fmt::format("/proc/{}/task", pid))) {
-      const std::string tid = task.path().filename().string();
-      const std::string net = fs::read_symlink(task.path() / "ns" / "net").string() + "\n";
-      INFO("thread " << tid);
-      CHECK(net == (tid == std::to_string(pid) ? pod_net : host_net));
-    }
+  client.stop_pod(stopped.pod.id);
+  CHECK(exited(stopped.holder));  // killed and reaped by the new program's stop
+  for (SwappedPod* p : {&stopped, &killed}) {
+    remove_pod(client, p->pod);
+    CHECK(shim::test::wait_until([&] { return exited(p->shim); }, 20s));
   }
-
-  // StopPodSandbox kills the holder the first program started and waits for its exit.
-  remove_pod(client, pod);
-  CHECK(shim::test::wait_until([&] { return exited(shim_pid); }, 20s));
 }
 
 }  // namespace shim::test::cri

@@ -5,6 +5,7 @@
 #include "shim/linux/pod_sandbox.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -299,6 +300,14 @@ shim::Status PodSandbox::restore(const json::object& saved) {
     state.exit_status = static_cast<int>(status->as_int64());
   }
   if (!h.status().ok()) return h.status();
+  if (!state.exit_status) {
+    // Alive or a zombie, but still ours to reap: with WNOWAIT this only looks.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(state.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      return shim::errno_error(fmt::format("pid holder {} is not a child left to reap", state.pid),
+                               errno);
+    }
+  }
   shim::UniqueFd pidfd;
   if (state.pidfd >= 0) {
     pidfd.reset(::fcntl(state.pidfd, F_DUPFD_CLOEXEC, 0));
@@ -309,6 +318,10 @@ shim::Status PodSandbox::restore(const json::object& saved) {
   holder_state->watch(context_.reaper, events_);  // the reaper starts after the restore
   holder_state->restore(state, shim::ProcessHandle(state.pid, pidfd.release()));
   holder_ = std::move(holder_state);
+  // The service waits for a reported exit before it saves; should one still have been on
+  // its way, reporting it again is harmless (the first report wins).
+  if (state.exit_status && !state.killed_by_pod)
+    events_.exited(static_cast<std::uint32_t>(*state.exit_status));
   return {};
 }
 

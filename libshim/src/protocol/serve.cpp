@@ -189,6 +189,9 @@ upgrade::UpgradeSetup upgrade_setup(const ShimFlags& flags, const Manager& manag
   setup.forwarder = &forwarder;
   if (ours != nullptr) setup.exits_delivered = [ours] { return ours->fan_out_idle(); };
   setup.argv = flags.argv;
+  // The sandbox first: its restore sets up what the rest of the new program relies on
+  // (a pod's pool threads go back to the host's namespaces).
+  if (services.sandbox) setup.participants.push_back(services.sandbox.get());
   UpgradeParticipant* tasks = nullptr;
   Status asked = vendor_call("TaskService::upgrade_participant", [&] {
     tasks = services.task->upgrade_participant();
@@ -200,7 +203,6 @@ upgrade::UpgradeSetup upgrade_setup(const ShimFlags& flags, const Manager& manag
     setup.refusals.push_back(asked.ok() ? "the task service does not support live upgrade"
                                         : asked.message());
   }
-  if (services.sandbox) setup.participants.push_back(services.sandbox.get());
   (void)vendor_call("Manager::version", [&] {
     setup.version = manager.version();
     return Status();

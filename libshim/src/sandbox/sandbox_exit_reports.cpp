@@ -11,9 +11,12 @@ SandboxExitReports::SandboxExitReports(boost::asio::any_io_executor loop, const 
 // The time is taken here, when the sandbox said it ended, not when the loop gets to it.
 void SandboxExitReports::exited(std::uint32_t exit_status) {
   SandboxExit ended{exit_status, clock_.now()};
+  if (auto live = record_.lock()) ++live->reports_pending;
   boost::asio::post(loop_, [record = record_, ended, &logger = logger_] {
     auto live = record.lock();
-    if (live == nullptr || live->removed) return;
+    if (live == nullptr) return;
+    --live->reports_pending;
+    if (live->removed) return;
     if (live->mark_exited(ended)) {
       logger.info("sandbox exited", {{"id", live->id}, {"exit_status", ended.status}});
     }

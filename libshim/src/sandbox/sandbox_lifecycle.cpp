@@ -138,6 +138,7 @@ void SandboxService::run_shutdown(const std::shared_ptr<SandboxRecord>& record,
       return reply.fail(status);
     }
     context_.logger.info("sandbox shut down", {{"id", record->id}});
+    shut_down_id_ = record->id;
     remove(record);
     shutdown_done(reply);
   });

@@ -6,6 +6,7 @@
 // SerialOps queue runs one at a time), which touches nothing else.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,9 @@ struct SandboxRecord {
   std::optional<SandboxExit> exit;  // stopped, or ended by itself
   // Gone (ShutdownSandbox succeeded, or CreateSandbox failed): queued calls answer NotFound.
   bool removed = false;
+  // SandboxEvents::exited() reports posted to the loop and not yet recorded (any thread
+  // adds, the loop takes away): a live upgrade waits for them.
+  std::atomic<int> reports_pending{0};
   // WaitSandbox calls held until `exit`; answered (and emptied) then.
   std::vector<ttrpc::Reply<sandbox_api::WaitSandboxResponse>> waiters;
 

@@ -119,6 +119,7 @@ class SandboxService final : public UpgradeParticipant {
   ServiceContext& context_;
   std::shared_ptr<SandboxRuntime> runtime_;  // shared with the create under way
   std::shared_ptr<SandboxRecord> record_;    // the one sandbox, or null
+  std::string shut_down_id_;                 // the sandbox ShutdownSandbox removed, if any
 };
 
 template <class Response, class Turn>

@@ -36,6 +36,13 @@ std::optional<TimePoint> time_of(upgrade::StateFields& fields, const json::objec
 }  // namespace
 
 Status SandboxService::ready_for_upgrade() {
+  // The plug-in's sandbox is gone but what it did to the process may not be (a pod's
+  // namespaces stay with the main thread): nothing would carry it.
+  if (!shut_down_id_.empty()) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("sandbox {} was shut down; the shim only waits for its last task",
+                              shut_down_id_));
+  }
   if (record_ == nullptr) return {};
   if (record_->sandbox == nullptr) {
     return Status(Code::kUnavailable,
@@ -43,6 +50,10 @@ Status SandboxService::ready_for_upgrade() {
   }
   if (record_->ops->busy()) {
     return Status(Code::kUnavailable, fmt::format("sandbox {}: a call is under way", record_->id));
+  }
+  if (record_->reports_pending > 0) {
+    return Status(Code::kUnavailable,
+                  fmt::format("sandbox {}: its exit report is on the way", record_->id));
   }
   return {};
 }
