@@ -2,8 +2,9 @@
 """Live upgrades of a shim serving a busy pod (docs/live-upgrade.md): a private containerd
 1.6 with shim-runc; one grouped shim (io.kubernetes.cri.sandbox-id=pod) runs a container
 streaming numbered stdout lines to an attached `ctr run` (whose Wait stays in flight), a
-host container whose execs run back to back (`ctr task exec`, output checked), and short
-containers created, run to their exit and deleted one after another (`ctr run --rm`);
+host container whose execs run back to back (`ctr task exec`, output checked), a container
+streaming numbered lines to a `binary://` logger (a script copying its fd 3 to a file),
+and short containers created, run to their exit and deleted one after another (`ctr run --rm`);
 `ctr events` counts every task event. Meanwhile the shim is upgraded N times in a row,
 alternating between our build and containerd-shim-upgrade-next-v1 (another version).
 
@@ -97,6 +98,37 @@ class Stream:
             self.lines = number
 
 
+def start_logged(side, ws):
+    """A detached container of the pod logging numbered lines through a binary:// logger
+    that copies them into a file; the file's path."""
+    logger = os.path.join(ws.dir, "logger.sh")
+    logged = os.path.join(ws.dir, "logged")
+    with open(logger, "w") as f:
+        f.write(f"#!/bin/sh\nexec 5>&-\nexec /bin/cat <&3 >{logged} 4<&-\n")
+    os.chmod(logger, 0o700)
+    argv = side.run_argv("logged", "/bin/sh", "-c", STREAMER, detach=True)
+    argv[argv.index("--rootfs"):argv.index("--rootfs")] = ["--annotation", ANNOTATION,
+                                                           "--log-uri", f"binary://{logger}"]
+    env.run(argv, stdout=subprocess.DEVNULL)
+    return logged
+
+
+def logged_lines(path):
+    """(lines, gaps) of the logger's file: numbers 1, 2, ... each on its own line."""
+    lines = gaps = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                number = int(raw)
+            except ValueError:
+                gaps += 1
+                continue
+            if number != lines + 1:
+                gaps += 1
+            lines = number
+    return lines, gaps
+
+
 def grouped_daemon(address, timeout=10.0):
     """The one long-lived shim of `address` (the pod's: its -id is the first container's or
     the group's, as the shim chose)."""
@@ -151,6 +183,8 @@ def main():
                                                                               ANNOTATION]
         env.run(host_argv, stdout=subprocess.DEVNULL)
         stream = Stream(side)
+        logged = start_logged(side, ws)
+        logger_result = {"lines": 0, "gaps": 0, "task_rm_ms": None, "task_rm_exit": None}
         daemon = grouped_daemon(side.address)
 
         def one_exec(i):
@@ -188,6 +222,16 @@ def main():
                 problems.append(f"swap {i}: {run.stdout.strip()} (exe {procs.exe(daemon)})")
             time.sleep(args.pause_ms / 1000)
         stream.swapping = False
+        # The delete waits for the logger's exit, which the last program claimed.
+        side.ctr("task", "kill", "-s", "SIGKILL", "logged", check=False,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        start = time.monotonic()
+        removed = side.ctr("task", "rm", "logged", check=False, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=60)
+        logger_result["task_rm_ms"] = (time.monotonic() - start) * 1000
+        logger_result["task_rm_exit"] = removed.returncode
+        logger_result["lines"], logger_result["gaps"] = logged_lines(logged)
     finally:
         stop.set()
         for thread in threads:
@@ -223,6 +267,7 @@ def main():
                          "longest_stall_ms": stream.longest_stall_ms,
                          "longest_stall_during_swaps_ms": stream.stall_during_swaps_ms,
                          "ctr_run_exit": stream_exit},
+              "binary_logger": logger_result,
               "events_wrong": wrong_events}
     out = args.out or os.path.join(REPO, "benchmarks", "results",
                                    datetime.date.today().isoformat() + "-upgrade")
@@ -234,7 +279,8 @@ def main():
         f.write(text)
     sys.stdout.write(text)
     failed = (problems or refused or execs["failed"] or shorts["failed"] or stream.gaps
-              or wrong_events or stream_exit != 137)
+              or wrong_events or stream_exit != 137 or logger_result["gaps"]
+              or logger_result["task_rm_exit"] != 0)
     return 1 if failed else 0
 
 
@@ -243,7 +289,8 @@ def report(args, r):
     lines = [f"# Live upgrade under load: {args.swaps} swaps in a row ({r['date']})", "",
              "containerd 1.6, shim-runc; one grouped shim (pod) serves a container streaming "
              "numbered lines to an attached `ctr run`, a host container with execs back to "
-             "back, and short containers run and deleted one after another; the shim is "
+             "back, a container logging through a binary:// logger, and short containers "
+             "run and deleted one after another; the shim is "
              f"upgraded alternately to containerd-shim-upgrade-next-v1 and back, "
              f"{args.pause_ms} ms apart.", "",
              "| | p50 ms | p99 ms | max ms |", "|---|---|---|---|"]
@@ -264,6 +311,11 @@ def report(args, r):
               f"stall between two lines {s['longest_stall_ms']:.0f} ms "
               f"({s['longest_stall_during_swaps_ms']:.0f} ms while upgrading); `ctr run` "
               f"exit {s['ctr_run_exit']} after SIGKILL.",
+              f"- binary:// logger: {r['binary_logger']['lines']} lines in its file, "
+              f"{r['binary_logger']['gaps']} out of order or missing; `ctr task rm` after "
+              f"the upgrades (it waits for the logger's exit) exit "
+              f"{r['binary_logger']['task_rm_exit']} in "
+              f"{r['binary_logger']['task_rm_ms'] or 0:.0f} ms.",
               f"- Task events not seen exactly once: {len(r['events_wrong'])}."]
     lines += [f"  - {e}" for e in (r["refused"] + r["problems"] + r["events_wrong"])[:10]]
     lines += [f"  - {e}" for e in (r["execs"]["errors"] + r["short_containers"]["errors"])[:10]]
