@@ -70,6 +70,18 @@ ShimRun run_upgrade_of(const shim::test::RuncE2e& s, const std::string& binary,
       shim::test::clean_env({}), "", "/", std::chrono::seconds(30));
 }
 
+// Swap `swap` (1, 2, ...) of the shim of container `id`, whose daemon is `shim`: odd ones
+// to the other build, even ones back to ours; the upgrade succeeds and the exe follows.
+// Returns the binary swapped to.
+std::string swap_once(const shim::test::RuncE2e& s, const std::string& id, pid_t shim, int swap) {
+  const std::string binary = swap % 2 == 1 ? test_shim("next") : runc_shim();
+  ShimRun run = run_upgrade_of(s, binary, id);
+  INFO("swap " << swap << ": " << run.describe());
+  REQUIRE(run.exit_code == 0);
+  CHECK(exe_of(shim) == fs::canonical(binary).string());
+  return binary;
+}
+
 // Connect on a connection that predates the swaps: answered by the program now running.
 std::uint32_t connect_pid(shim::test::SyncClient& client) {
   return shim::test::connect_shim_pid(client, kTaskV2);
@@ -206,11 +218,7 @@ TEST_CASE("Live upgrade: a container's binary logger is carried across four swap
   REQUIRE(logger_process > 0);
 
   for (int swap = 1; swap <= 4; ++swap) {
-    const std::string binary = swap % 2 == 1 ? test_shim("next") : runc_shim();
-    ShimRun run = run_upgrade_of(s, binary, "logged");
-    INFO("swap " << swap << ": " << run.describe());
-    REQUIRE(run.exit_code == 0);
-    CHECK(exe_of(shims[0]) == fs::canonical(binary).string());
+    swap_once(s, "logged", shims[0], swap);
     CHECK(::kill(logger_process, 0) == 0);
   }
   std::error_code error;
@@ -268,11 +276,7 @@ void stream_across_swaps(bool terminal) {
   const pid_t task = s.task_pid("streaming");
 
   for (int swap = 1; swap <= 6; ++swap) {
-    const std::string binary = swap % 2 == 1 ? test_shim("next") : runc_shim();
-    ShimRun run = run_upgrade_of(s, binary, "streaming");
-    INFO("swap " << swap << ": " << run.describe());
-    REQUIRE(run.exit_code == 0);
-    CHECK(exe_of(shims[0]) == fs::canonical(binary).string());
+    swap_once(s, "streaming", shims[0], swap);
     CHECK(s.task_pid("streaming") == task);
   }
   std::error_code error;
@@ -335,12 +339,8 @@ TEST_CASE("Live upgrade: a container without stdio is carried across six swaps",
   REQUIRE(task > 0);
 
   for (int swap = 1; swap <= 6; ++swap) {
-    const std::string binary = swap % 2 == 1 ? test_shim("next") : runc_shim();
     if (swap == 3) REQUIRE(s.fx.ctr_ok({"task", "pause", "carried"}).ok());
-    ShimRun run = run_upgrade_of(s, binary, "carried");
-    INFO("swap " << swap << ": " << run.describe());
-    REQUIRE(run.exit_code == 0);
-    CHECK(exe_of(shims[0]) == fs::canonical(binary).string());
+    const std::string binary = swap_once(s, "carried", shims[0], swap);
     CHECK(shim::test::live_shims(binary, s.fx.ns()) == shims);
     CHECK(s.task_status("carried") == (swap == 3 ? "PAUSED" : "RUNNING"));
     CHECK(s.task_pid("carried") == task);

@@ -5,7 +5,6 @@
 #include "shim/linux/pod_sandbox.h"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -301,12 +300,7 @@ shim::Status PodSandbox::restore(const json::object& saved) {
   }
   if (!h.status().ok()) return h.status();
   if (!state.exit_status) {
-    // Alive or a zombie, but still ours to reap: with WNOWAIT this only looks.
-    siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(state.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-      return shim::errno_error(fmt::format("pid holder {} is not a child left to reap", state.pid),
-                               errno);
-    }
+    if (shim::Status s = upgrade::check_unreaped_child(state.pid, "pid holder"); !s.ok()) return s;
   }
   shim::UniqueFd pidfd;
   if (state.pidfd >= 0) {

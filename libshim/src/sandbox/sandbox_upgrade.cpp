@@ -10,6 +10,7 @@
 #include "sandbox/sandbox_exit_reports.h"
 #include "sandbox/sandbox_service.h"
 #include "upgrade/state_fields.h"
+#include "upgrade/upgrade_support.h"
 
 namespace shim {
 
@@ -21,7 +22,7 @@ using TimePoint = std::chrono::system_clock::time_point;
 
 json::value time_value(const std::optional<TimePoint>& at) {
   if (!at) return nullptr;
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count();
+  return upgrade::epoch_ns(*at);
 }
 
 // Null: none; otherwise nanoseconds since the epoch.
@@ -29,8 +30,7 @@ std::optional<TimePoint> time_of(upgrade::StateFields& fields, const json::objec
                                  std::string_view key) {
   const json::value* value = saved.if_contains(key);
   if (value == nullptr || value->is_null()) return std::nullopt;
-  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
-      std::chrono::nanoseconds(fields.number(key))));
+  return upgrade::from_epoch_ns(fields.number(key));
 }
 
 }  // namespace
@@ -110,8 +110,7 @@ Status SandboxService::restore_after_upgrade(const json::object& state) {
     upgrade::StateFields exit_fields(*exit, "sandboxes.sandbox.exit");
     SandboxExit ended;
     ended.status = static_cast<std::uint32_t>(exit_fields.count("status"));
-    ended.at = TimePoint(std::chrono::duration_cast<TimePoint::duration>(
-        std::chrono::nanoseconds(exit_fields.number("at"))));
+    ended.at = upgrade::from_epoch_ns(exit_fields.number("at"));
     if (!exit_fields.status().ok()) return exit_fields.status();
     record->exit = ended;
   }

@@ -4,12 +4,7 @@
 // reaper before the reaper starts (Reaper::claim_running), so an exit during the swap is
 // not lost either. Starting and stopping are short and hold a pool thread or a timer:
 // they refuse the upgrade, which is tried again.
-#include <sys/wait.h>
-
 #include <array>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -17,6 +12,7 @@
 #include "stdio/binary_logger.h"
 #include "upgrade/carried_fds.h"
 #include "upgrade/state_fields.h"
+#include "upgrade/upgrade_support.h"
 
 namespace shim {
 
@@ -27,43 +23,6 @@ namespace {
 constexpr std::array<const char*, 6> kPipeKeys = {"stdout_read",  "stdout_write", "stderr_read",
                                                   "stderr_write", "ready_read",   "ready_write"};
 
-json::value saved_exit(const std::optional<ProcessExit>& exit) {
-  if (!exit) return nullptr;
-  const auto ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(exit->exited_at.time_since_epoch());
-  return json::object{{"pid", exit->pid},
-                      {"status", exit->status},
-                      {"wait_status", exit->wait_status},
-                      {"exited_at_ns", ns.count()}};
-}
-
-Status restored_exit(const json::value* saved, std::optional<ProcessExit>* exit) {
-  if (saved == nullptr || saved->is_null()) return {};
-  upgrade::StateFields fields(*saved, "stdio.binary_logger.exit");
-  ProcessExit value;
-  value.pid = static_cast<pid_t>(fields.number("pid"));
-  value.status = static_cast<int>(fields.number("status"));
-  value.wait_status = static_cast<int>(fields.number("wait_status"));
-  value.exited_at = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::nanoseconds(fields.number("exited_at_ns"))));
-  if (!fields.status().ok()) return fields.status();
-  *exit = value;
-  return {};
-}
-
-// The new program must claim only a child of its own that is not reaped: with WNOWAIT
-// this looks without reaping.
-Status check_unreaped_child(pid_t pid) {
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    return Status(Code::kFailedPrecondition,
-                  fmt::format("binary:// logger pid {} is not a child left to reap: {}", pid,
-                              std::strerror(errno)));
-  }
-  return {};
-}
-
 }  // namespace
 
 shim::Status BinaryLogger::upgrade_ready() const {
@@ -73,7 +32,7 @@ shim::Status BinaryLogger::upgrade_ready() const {
 
 // Unavailable: the quiesce asks again until its deadline.
 shim::Status BinaryLogger::upgrade_ready_locked() const {
-  if (phase_ == Phase::kStarting || starting_) {
+  if (starting_) {  // from kStarting until start() returns, readiness wait included
     return Status(Code::kUnavailable, "its binary:// logger is starting");
   }
   if (phase_ == Phase::kRunning && stop_requested_) {
@@ -103,7 +62,7 @@ shim::Status BinaryLogger::save_for_upgrade(json::object* state, std::vector<int
   if (pidfd >= 0) fds->push_back(pidfd);
   saved["pid"] = pid_;
   saved["pidfd"] = pidfd;
-  saved["exit"] = saved_exit(exit_);
+  saved["exit"] = exit_ ? json::value(upgrade::saved_exit(*exit_)) : json::value(nullptr);
   *state = std::move(saved);
   return {};
 }
@@ -126,8 +85,12 @@ shim::Status BinaryLogger::restore(boost::asio::any_io_executor executor, const 
   if (phase == "running" && pid <= 0) fields.fail("pid", "a pid");
   if (!fields.status().ok()) return fields.status();
   std::optional<ProcessExit> exit;
-  const json::value* saved_exit = saved.as_object().if_contains("exit");
-  if (Status s = restored_exit(saved_exit, &exit); !s.ok()) return s;
+  if (const json::value* ended = saved.as_object().if_contains("exit");
+      ended != nullptr && !ended->is_null()) {
+    upgrade::StateFields exit_fields(*ended, "stdio.binary_logger.exit");
+    exit = upgrade::restored_exit(exit_fields);
+    if (!exit_fields.status().ok()) return exit_fields.status();
+  }
 
   std::shared_ptr<BinaryLogger> self(new BinaryLogger(std::move(executor), std::move(settings),
                                                       logger, uri.scheme == "binary-v2"));
@@ -149,7 +112,7 @@ shim::Status BinaryLogger::restore(boost::asio::any_io_executor executor, const 
     stdio::Fd handle_fd;
     if (Status s = carried->take(pidfd, "logger pidfd", &handle_fd); !s.ok()) return s;
     self->handle_ = ProcessHandle(pid, handle_fd.release());
-    if (Status s = check_unreaped_child(pid); !s.ok()) return s;
+    if (Status s = upgrade::check_unreaped_child(pid, "binary:// logger"); !s.ok()) return s;
     if (Status s = self->settings_.reaper->claim_running(pid, &self->exit_future_); !s.ok()) {
       return Status(s.code(), fmt::format("binary:// logger pid {}: {}", pid, s.message()));
     }

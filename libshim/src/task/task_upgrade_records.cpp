@@ -16,25 +16,6 @@ using Fields = upgrade::StateFields;
 
 namespace {
 
-json::object save_exit(const ProcessExit& exit) {
-  auto at = std::chrono::duration_cast<std::chrono::nanoseconds>(exit.exited_at.time_since_epoch());
-  return {{"pid", exit.pid},
-          {"status", exit.status},
-          {"wait_status", exit.wait_status},
-          {"exited_at_ns", static_cast<std::int64_t>(at.count())}};
-}
-
-ProcessExit load_exit(Fields& fields) {
-  ProcessExit exit;
-  exit.pid = static_cast<pid_t>(fields.number("pid"));
-  exit.status = static_cast<int>(fields.number("status"));
-  exit.wait_status = static_cast<int>(fields.number("wait_status"));
-  exit.exited_at = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::nanoseconds(fields.number("exited_at_ns"))));
-  return exit;
-}
-
 json::object save_process(const TaskProcess& process) {
   json::object saved{{"id", process.id},
                      {"exec_id", process.exec_id},
@@ -46,7 +27,7 @@ json::object save_process(const TaskProcess& process) {
                      {"state", static_cast<int>(process.state)},
                      {"pid", static_cast<std::int64_t>(process.pid)},
                      {"exit_published", process.exit_published}};
-  if (process.exit) saved["exit"] = save_exit(*process.exit);
+  if (process.exit) saved["exit"] = upgrade::saved_exit(*process.exit);
   return saved;
 }
 
@@ -65,7 +46,7 @@ Status load_process(const json::value& saved, const std::string& where, TaskProc
   process->exit_published = fields.flag("exit_published");
   if (const json::value* exit = fields.object("exit", /*optional=*/true)) {
     Fields exit_fields(*exit, where + ".exit");
-    process->exit = load_exit(exit_fields);
+    process->exit = upgrade::restored_exit(exit_fields);
     if (!exit_fields.status().ok()) return exit_fields.status();
   }
   return fields.status();

@@ -1,9 +1,16 @@
 #include "upgrade/upgrade_support.h"
 
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "upgrade/state_fields.h"
 
 extern char** environ;
 
@@ -98,6 +105,42 @@ std::vector<int> fds_of(const json::object& document) {
     for (const auto& [key, list] : kept->as_object()) add_all(&list);
   }
   return fds;
+}
+
+std::int64_t epoch_ns(std::chrono::system_clock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+}
+
+std::chrono::system_clock::time_point from_epoch_ns(std::int64_t ns) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(ns)));
+}
+
+json::object saved_exit(const ProcessExit& exit) {
+  return {{"pid", exit.pid},
+          {"status", exit.status},
+          {"wait_status", exit.wait_status},
+          {"exited_at_ns", epoch_ns(exit.exited_at)}};
+}
+
+ProcessExit restored_exit(StateFields& fields) {
+  ProcessExit exit;
+  exit.pid = static_cast<pid_t>(fields.number("pid"));
+  exit.status = static_cast<int>(fields.number("status"));
+  exit.wait_status = static_cast<int>(fields.number("wait_status"));
+  exit.exited_at = from_epoch_ns(fields.number("exited_at_ns"));
+  return exit;
+}
+
+Status check_unreaped_child(pid_t pid, std::string_view what) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    return Status(
+        Code::kFailedPrecondition,
+        fmt::format("{} pid {} is not a child left to reap: {}", what, pid, std::strerror(errno)));
+  }
+  return {};
 }
 
 }  // namespace shim::upgrade
