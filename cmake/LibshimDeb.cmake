@@ -155,10 +155,13 @@ set(CPACK_DEBIAN_WASM_SHIM_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_WASM_SHIM_PACKAGE_RECOMMENDS "containerd, runc, wasmedge")
 set(CPACK_COMPONENT_WASM_SHIM_DESCRIPTION "containerd shim for WebAssembly modules, built on libshim
 The runtime io.containerd.wasm.v1: a container whose entrypoint is a WASI
-module runs it in WasmEdge inside the namespaces and cgroup runc makes for it;
-any other entrypoint (a pod's pause container) runs through runc.
+module runs it in WasmEdge, forked into the container's namespaces and cgroup
+from a zygote that loaded the engine once (or inside the container runc makes
+when the zygote does not apply the spec); any other entrypoint (a pod's pause
+container) runs through runc.
 .
-Installed as /usr/libexec/libshim/containerd-shim-wasm-v1; it runs the
+Installed as /usr/libexec/libshim/containerd-shim-wasm-v1, with its zygote
+libshim-wasm-zygote beside it; it runs the
 WasmEdge installed under / (Debian's wasmedge package) unless
 LIBSHIM_WASMEDGE_ROOT names another root. See
 /usr/share/doc/libshim-wasm-shim/wasm.md.")

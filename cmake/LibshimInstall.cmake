@@ -91,7 +91,9 @@ if(TARGET containerd-shim-example-v1)
 endif()
 
 if(TARGET containerd-shim-wasm-v1)
-  install(TARGETS containerd-shim-wasm-v1 RUNTIME DESTINATION ${LIBSHIM_SHIM_DIR} COMPONENT wasm_shim)
+  # The zygote beside it: the shim looks for it next to its own executable.
+  install(TARGETS containerd-shim-wasm-v1 libshim-wasm-zygote RUNTIME DESTINATION ${LIBSHIM_SHIM_DIR}
+          COMPONENT wasm_shim)
   install(FILES ${PROJECT_SOURCE_DIR}/docs/wasm.md
           DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/libshim-wasm-shim COMPONENT wasm_shim)
 endif()

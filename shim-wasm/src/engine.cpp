@@ -51,15 +51,29 @@ std::vector<std::string> Engine::command(const std::vector<std::string>& args) c
 }
 
 std::vector<std::string> Engine::host_command(const std::vector<std::string>& args) const {
+  std::vector<std::string> out = loader_command({});
+  out.push_back(usr() + "/" + binary);
+  out.insert(out.end(), args.begin(), args.end());
+  return out;
+}
+
+std::vector<std::string> Engine::zygote_command(const std::string& zygote) const {
+  // The zygote is ours, built on this host: a build that links libshim's dependencies
+  // shared finds them in the system's directories, after the engine's own.
+  std::vector<std::string> out =
+      loader_command({"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
+                      "/usr/lib/aarch64-linux-gnu", "/lib/aarch64-linux-gnu"});
+  out.push_back(zygote);
+  return out;
+}
+
+std::vector<std::string> Engine::loader_command(const std::vector<std::string>& extra_dirs) const {
   std::string base = usr();
   std::string path;
   for (const auto& dir : library_dirs) path += (path.empty() ? "" : ":") + base + "/" + dir;
-  // --inhibit-cache: never the ld.so.cache of the host or of the image (/etc is the
-  // rootfs's in a container), only the engine's own libraries.
-  std::vector<std::string> out{base + "/" + loader, "--inhibit-cache", "--library-path", path,
-                               base + "/" + binary};
-  out.insert(out.end(), args.begin(), args.end());
-  return out;
+  for (const auto& dir : extra_dirs) path += ":" + dir;
+  // --inhibit-cache: never the host's ld.so.cache, only the engine's own libraries.
+  return {base + "/" + loader, "--inhibit-cache", "--library-path", path};
 }
 
 std::string engine_root(const std::string& build_default) {

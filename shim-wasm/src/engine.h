@@ -37,6 +37,13 @@ struct Engine {
   std::vector<std::string> command(const std::vector<std::string>& args) const;
   // The same on the host (for `wasmedge --version` in -info).
   std::vector<std::string> host_command(const std::vector<std::string>& args) const;
+  // The command that runs the zygote (host path `zygote`) on the engine's loader and
+  // libraries, so it can load libwasmedge.
+  std::vector<std::string> zygote_command(const std::string& zygote) const;
+
+ private:
+  // The engine's loader with its library path (`extra_dirs` after the engine's own).
+  std::vector<std::string> loader_command(const std::vector<std::string>& extra_dirs) const;
 };
 
 // The engine root to use: $LIBSHIM_WASMEDGE_ROOT if set and non-empty, else

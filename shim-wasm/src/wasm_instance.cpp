@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "fork_plan.h"
 #include "shim/fs.h"
 #include "wasm_module.h"
 #include "wasm_spec.h"
@@ -22,10 +23,15 @@ shim::Status with_prefix(const shim::Status& s) {
 
 }  // namespace
 
-WasmInstance::WasmInstance(const shim::ContainerConfig& config,
+WasmInstance::WasmInstance(shim::ServiceContext& context, const shim::ContainerConfig& config,
                            std::unique_ptr<shim::Instance> runc, const Engine& engine,
-                           const shim::Status& engine_status)
-    : config_(config), runc_(std::move(runc)), engine_(engine), engine_status_(engine_status) {}
+                           const shim::Status& engine_status, WasmZygote& zygote)
+    : context_(context),
+      config_(config),
+      runc_(std::move(runc)),
+      engine_(engine),
+      engine_status_(engine_status),
+      zygote_(zygote) {}
 
 std::string WasmInstance::rootfs() const {
   if (!config_.rootfs.empty()) return config_.rootfs;
@@ -62,6 +68,9 @@ shim::Status WasmInstance::create(const shim::ProcessStdio& stdio, std::uint32_t
     return runc_->create(stdio, pid);
   }
   if (shim::Status s = check_wasm_entry(root, entry.path); !s.ok()) return s;
+  if (shim::Status s = create_forked(root, entry, stdio, pid);
+      s.code() != shim::Code::kUnimplemented)
+    return s;
   std::string wasm_root = config_.bundle + "/wasm-root";
   if (shim::Status s = prepare_wasm_root(wasm_root, root); !s.ok()) return with_prefix(s);
   json::object spec = wasm_spec(config_.spec, root, wasm_root, engine_, entry);
@@ -75,7 +84,31 @@ shim::Status WasmInstance::create(const shim::ProcessStdio& stdio, std::uint32_t
   return runc_->create(stdio, pid);
 }
 
+shim::Status WasmInstance::create_forked(const std::string& rootfs, const Entrypoint& entry,
+                                         const shim::ProcessStdio& stdio, std::uint32_t* pid) {
+  shim::Status status(shim::Code::kUnimplemented, zygote_.unavailable());
+  if (zygote_.unavailable().empty()) {
+    ForkPlan plan;
+    status = plan_init(config_.spec, rootfs, entry, stdio, &plan);
+    if (status.ok()) {
+      auto forked = std::make_unique<ForkedContainer>(context_, zygote_, rootfs);
+      status = forked->launch(std::move(plan), pid);
+      if (status.ok()) {
+        forked_ = std::move(forked);
+        wasm_ = true;
+        return {};
+      }
+    }
+  }
+  if (status.code() == shim::Code::kUnimplemented) {
+    context_.logger.info("wasm: through runc and the engine's CLI",
+                         {{"id", config_.id}, {"reason", status.message()}});
+  }
+  return status;
+}
+
 shim::Status WasmInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid) {
+  if (forked_) return forked_->exec(exec, pid);
   json::error_code ec;
   json::value process = json::parse(exec.spec, ec);
   if (ec || !process.is_object()) return runc_->exec(exec, pid);
@@ -97,6 +130,7 @@ shim::Status WasmInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid
 }
 
 shim::Status WasmInstance::checkpoint(const shim::CheckpointConfig& config) {
+  if (forked_) return forked_->checkpoint(config);
   if (wasm_) {
     return shim::Status(shim::Code::kUnimplemented,
                         "wasm: checkpoint of a WebAssembly container is not supported");

@@ -164,6 +164,8 @@ grep -q ' ./usr/bin/' <<<"$runc_files" && fail "libshim-runc-shim installs into 
 wasm_files=$(dpkg-deb -c "$work/debs"/libshim-wasm-shim_*.deb)
 grep -q ' ./usr/libexec/libshim/containerd-shim-wasm-v1$' <<<"$wasm_files" ||
   fail "libshim-wasm-shim does not hold /usr/libexec/libshim/containerd-shim-wasm-v1"
+grep -q ' ./usr/libexec/libshim/libshim-wasm-zygote$' <<<"$wasm_files" ||
+  fail "libshim-wasm-shim does not hold /usr/libexec/libshim/libshim-wasm-zygote"
 [[ $(dpkg-deb -I "$work/debs"/libshim${soversion}_*.deb shlibs) == "libshim $soversion libshim$soversion (>= "* ]] ||
   fail "libshim$soversion has no shlibs"
 

@@ -105,6 +105,20 @@ std::string_view step_name(ChildStep step) {
       return "look up the executable";
     case ChildStep::kFoundRelative:
       return "look up the executable";
+    case ChildStep::kCgroup:
+      return "join cgroup";
+    case ChildStep::kJoinNamespaceFile:
+      return "join namespace";
+    case ChildStep::kHostname:
+      return "sethostname";
+    case ChildStep::kMount:
+      return "mount";
+    case ChildStep::kRemount:
+      return "remount";
+    case ChildStep::kPropagation:
+      return "set propagation of";
+    case ChildStep::kPivotRoot:
+      return "pivot_root";
     case ChildStep::kReady:
     case ChildStep::kNone:
       break;
@@ -133,6 +147,22 @@ Status child_error(const ChildErrorContext& context, const ChildReport& report) 
       return unknown(fmt::format("spawn {}: map fd {} to child fd {}: {}", request.path,
                                  context.parent_fds.at(index), context.child_fds.at(index),
                                  reason));
+    case ChildStep::kCgroup:
+      return unknown(fmt::format(
+          "spawn {}: join cgroup {}: {}", request.path,
+          index < request.cgroup_procs.size() ? request.cgroup_procs[index] : std::string("?"),
+          reason));
+    case ChildStep::kMount:
+    case ChildStep::kRemount:
+    case ChildStep::kPropagation:
+      if (index >= request.mounts.size()) break;
+      return unknown(fmt::format("spawn {}: {} {} {} at {}: {}", request.path,
+                                 step_name(report.step), request.mounts[index].type,
+                                 request.mounts[index].source, request.mounts[index].target,
+                                 reason));
+    case ChildStep::kPivotRoot:
+      return unknown(
+          fmt::format("spawn {}: pivot_root {}: {}", request.path, request.root, reason));
     case ChildStep::kMountDev:
       return unknown(fmt::format("spawn {}: mount dev at {}/dev (step {}): {}", request.path,
                                  request.root, report.index, reason));
@@ -140,6 +170,7 @@ Status child_error(const ChildErrorContext& context, const ChildReport& report) 
       return unknown(
           fmt::format("spawn {}: {}: {}", request.path, settings_step(context, report), reason));
   }
+  return unknown(fmt::format("spawn {}: {}: {}", request.path, step_name(report.step), reason));
 }
 
 }  // namespace shim::spawn

@@ -71,7 +71,8 @@ Status ChildSettings::prepare(const SpawnRequest& request) {
     capabilities_ = {sets.bounding & known, sets.effective & known, sets.permitted & known,
                      sets.inheritable & known, sets.ambient & known};
   }
-  search_ = request.search_path.has_value() && request.path.find('/') == std::string::npos;
+  search_ = request.search_path.has_value() && !request.run_in_child &&
+            request.path.find('/') == std::string::npos;
   if (search_) {
     for (const std::string& entry : search_entries(*request.search_path)) {
       candidates_.push_back(go_join_path(entry, request.path));

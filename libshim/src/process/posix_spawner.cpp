@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "gocompat/go_compat.h"
+#include "process/child_container.h"
 #include "process/child_error.h"
 #include "process/child_settings.h"
 #include "process/spawn_child.h"
@@ -223,6 +224,18 @@ class PidNamespaceForChildren {
     }
     return {};
   }
+  // A new pid namespace for the next children: clone(2) refuses CLONE_NEWPID with
+  // CLONE_PARENT, unshare(2) does not.
+  Status enter_new() {
+    own_.reset(::open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC));
+    if (own_.get() < 0)
+      return unknown(fmt::format("open own pid namespace: {}", std::strerror(errno)));
+    if (::unshare(CLONE_NEWPID) < 0) {
+      own_.reset();
+      return unknown(fmt::format("new pid namespace: {}", std::strerror(errno)));
+    }
+    return {};
+  }
   ~PidNamespaceForChildren() {
     if (own_.get() >= 0) ::setns(own_.get(), CLONE_NEWPID);  // our own: cannot fail
   }
@@ -233,12 +246,18 @@ class PidNamespaceForChildren {
 
 // clone3 without CLONE_VM (fork semantics), for new namespaces and held children: the
 // child runs on its own copy of memory and reports through a pipe.
-pid_t fork_child(ChildPlan* plan, int new_namespaces, int* pidfd) {
+pid_t fork_child(ChildPlan* plan, int new_namespaces, bool clone_parent, int* pidfd) {
   AllSignalsBlocked blocked;
   struct clone_args args {};
   args.flags = static_cast<std::uint64_t>(new_namespaces) | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
   args.exit_signal = SIGCHLD;
+  if (clone_parent) {
+    // clone3 takes no exit signal with CLONE_PARENT: the child gets ours (SIGCHLD, as
+    // our parent made us), and it goes to our parent.
+    args.flags |= CLONE_PARENT;
+    args.exit_signal = 0;
+  }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) spawn::child_main(plan);  // never returns
   return static_cast<pid_t>(pid);
@@ -268,7 +287,7 @@ Status make_pipe(UniqueFd* read_end, UniqueFd* write_end) {
 
 bool needs_fork(const SpawnRequest& request) {
   return request.hold || request.new_namespaces != 0 || request.join_namespaces != 0 ||
-         !request.root.empty();
+         !request.root.empty() || spawn::has_container_fields(request);
 }
 
 ChildErrorContext error_context(const SpawnRequest& request, const FdPlan& fds,
@@ -297,17 +316,26 @@ Status spawn_vforked(const SpawnRequest& request, ChildPlan& plan, const FdPlan&
 }
 
 Status spawn_forked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& fds,
-                    const ChildSettings& settings, ForkPipes& pipes, SpawnedProcess* process) {
+                    const ChildSettings& settings, int pid_namespace_fd, ForkPipes& pipes,
+                    SpawnedProcess* process) {
   int pidfd = -1;
   pid_t pid = -1;
   {
     PidNamespaceForChildren pid_namespace;
-    if ((request.join_namespaces & CLONE_NEWPID) != 0) {
-      if (Status s = pid_namespace.enter(request.join_pidfd); !s.ok()) {
+    if ((request.join_namespaces & CLONE_NEWPID) != 0) pid_namespace_fd = request.join_pidfd;
+    if (pid_namespace_fd >= 0) {
+      if (Status s = pid_namespace.enter(pid_namespace_fd); !s.ok()) {
         return unknown(fmt::format("spawn {}: {}", request.path, s.message()));
       }
     }
-    pid = fork_child(&plan, request.new_namespaces, &pidfd);
+    int new_namespaces = request.new_namespaces;
+    if (request.clone_parent && (new_namespaces & CLONE_NEWPID) != 0) {
+      if (Status s = pid_namespace.enter_new(); !s.ok()) {
+        return unknown(fmt::format("spawn {}: {}", request.path, s.message()));
+      }
+      new_namespaces &= ~CLONE_NEWPID;
+    }
+    pid = fork_child(&plan, new_namespaces, request.clone_parent, &pidfd);
   }
   if (pid < 0)
     return unknown(fmt::format("spawn {}: clone3: {}", request.path, std::strerror(errno)));
@@ -369,8 +397,10 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
   if (request.path.empty()) return invalid_argument("spawn: empty executable path");
   ChildSettings settings;
   if (Status s = settings.prepare(request); !s.ok()) return s;
-  if (settings.search()) {
-    path = request.path;  // the child searches
+  spawn::ChildContainer container;
+  if (Status s = container.prepare(request); !s.ok()) return s;
+  if (settings.search() || request.run_in_child) {
+    path = request.path;  // the child searches, or runs no executable
   } else if (!go_look_path(request.path, &path).ok()) {
     return unknown(
         fmt::format("exec {}: {} (searched $PATH)", request.path, std::strerror(ENOENT)));
@@ -407,7 +437,9 @@ Status PosixSpawner::spawn(const SpawnRequest& request, SpawnedProcess* process)
     plan.gate_fd = request.hold ? extra_targets[1] : -1;
   }
   settings.fill(&plan);
-  return forked ? spawn_forked(request, plan, fds, settings, pipes, process)
+  container.fill(&plan);
+  return forked ? spawn_forked(request, plan, fds, settings, container.pid_namespace_fd(), pipes,
+                               process)
                 : spawn_vforked(request, plan, fds, settings, process);
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio_ext.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 namespace shim::spawn {
 namespace {
@@ -50,6 +52,7 @@ LIBSHIM_CHILD_CODE void child_enter_namespaces(ChildPlan* plan) {
   if (plan->join_namespaces != 0 &&
       ::syscall(SYS_setns, plan->join_pidfd, plan->join_namespaces) < 0)
     child_fail(plan, ChildStep::kJoinNamespaces, 0);
+  child_enter_namespace_files(plan);
   // A new mount namespace starts as a copy whose mounts still propagate to and from the
   // host's: make it private before anything is mounted in it.
   if (plan->private_mounts &&
@@ -129,8 +132,13 @@ LIBSHIM_CHILD_CODE void child_mount_dev(ChildPlan* plan) {
 }
 
 LIBSHIM_CHILD_CODE void child_enter_root(ChildPlan* plan) {
-  if (plan->root != nullptr && ::syscall(SYS_chroot, plan->root) < 0)
-    child_fail(plan, ChildStep::kRoot, 0);
+  if (plan->root != nullptr) {
+    if (plan->pivot_root) {
+      child_pivot_root(plan);
+    } else if (::syscall(SYS_chroot, plan->root) < 0) {
+      child_fail(plan, ChildStep::kRoot, 0);
+    }
+  }
   const char* cwd = plan->cwd != nullptr ? plan->cwd : (plan->root != nullptr ? "/" : nullptr);
   if (cwd != nullptr && ::syscall(SYS_chdir, cwd) < 0) {
     // A cwd only the process's user may enter (a volume chowned to it): try again as
@@ -160,6 +168,25 @@ LIBSHIM_CHILD_CODE void child_wait_at_gate(ChildPlan* plan, int found) {
     for (;;) ::syscall(SYS_exit_group, 127);
   }
   ::syscall(SYS_close, plan->gate_fd);
+}
+
+// SpawnRequest::run_in_child: a forked copy of a single-threaded process, so ordinary
+// code may run from here on. Closing the report pipe tells the parent (or the gate's
+// release) that the child is running, as an exec would have.
+[[noreturn]] void child_run_in_child(ChildPlan* plan) {
+  if (plan->report_fd >= 0) ::close(plan->report_fd);
+  // What the spawning process had buffered for its own stdout and stderr is its to write,
+  // not the child's (fds 1 and 2 are the child's own now).
+  ::__fpurge(stdout);
+  ::__fpurge(stderr);
+  int code = 127;
+  try {
+    code = (*plan->run_in_child)();
+  } catch (...) {
+    code = 127;
+  }
+  std::fflush(nullptr);
+  ::_exit(code);
 }
 
 }  // namespace
@@ -193,12 +220,15 @@ LIBSHIM_CHILD_CODE int child_main(void* arg) {
   // the shim can run in the child. Reset dispositions before unblocking.
   child_reset_signal_dispositions();
   child_set_parent_death_signal(plan);
+  child_join_cgroups(plan);
   child_set_oom_score_adj(plan);
   child_set_session(plan);
   child_enter_namespaces(plan);
+  child_set_hostname(plan);
   child_map_fds(plan);
   child_close_other_fds(plan);
   child_set_controlling_terminal(plan);
+  child_mounts(plan);
   child_enter_root(plan);
   child_apply_limits(plan);
   child_apply_credentials(plan);
@@ -208,6 +238,7 @@ LIBSHIM_CHILD_CODE int child_main(void* arg) {
   std::uint64_t empty_mask = 0;
   if (::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty_mask, nullptr, kKernelSigsetSize) < 0)
     child_fail(plan, ChildStep::kSignalMask, 0);
+  if (plan->run_in_child != nullptr) child_run_in_child(plan);
   const char* path = found >= 0 ? plan->candidates[found] : plan->path;
   ::syscall(SYS_execve, path, plan->argv, plan->envp);
   child_fail(plan, ChildStep::kExec, found);

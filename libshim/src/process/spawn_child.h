@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include <sys/types.h>
 
@@ -41,9 +42,16 @@ enum class ChildStep : std::int32_t {
   kSetgid,
   kSetuid,
   kCapset,
-  kAmbientCaps,    // index: the capability that could not be raised
-  kNotFound,       // the search found no executable (error ENOENT)
-  kFoundRelative,  // index: the candidate, found through a relative search entry
+  kAmbientCaps,        // index: the capability that could not be raised
+  kNotFound,           // the search found no executable (error ENOENT)
+  kFoundRelative,      // index: the candidate, found through a relative search entry
+  kCgroup,             // index: which cgroup.procs file
+  kJoinNamespaceFile,  // index: which namespace file
+  kHostname,
+  kMount,        // index: which mount
+  kRemount,      // index: which mount (a bind mount's remount with its flags)
+  kPropagation,  // index: which mount (its propagation)
+  kPivotRoot,
 };
 
 // What a forked child writes on its report pipe: an error, or kReady.
@@ -117,6 +125,25 @@ struct ChildPlan {
   const bool* candidate_relative = nullptr;
   int candidate_count = 0;
   bool chdir_after_user = false;  // set by the child: the first chdir was refused (EACCES)
+
+  // Container pieces (SpawnRequest's fields of the same names; child_container.h).
+  const char* const* cgroup_procs = nullptr;
+  int cgroup_proc_count = 0;
+  const int* namespace_types = nullptr;  // join_namespace_files without CLONE_NEWPID
+  const int* namespace_fds = nullptr;
+  int namespace_count = 0;
+  const char* hostname = nullptr;
+  int hostname_length = 0;
+  const char* const* mount_sources = nullptr;
+  const char* const* mount_targets = nullptr;  // resolved inside root, as the host sees it
+  const char* const* mount_types = nullptr;    // nullptr entries: bind mounts
+  const char* const* mount_data = nullptr;     // nullptr entries: none
+  const unsigned long* mount_flags = nullptr;
+  const unsigned long* mount_remount_flags = nullptr;  // 0: no remount
+  const unsigned long* mount_propagation = nullptr;    // 0: none
+  int mount_count = 0;
+  bool pivot_root = false;
+  const std::function<int()>* run_in_child = nullptr;  // instead of execve
 
   ChildStep error_step = ChildStep::kNone;
   int error_errno = 0;

@@ -27,6 +27,17 @@ void child_apply_limits(ChildPlan* plan);
 // Bounding set, keep-caps, stdio owner, setgroups/setgid/setuid, a deferred chdir,
 // capset, ambient capabilities.
 void child_apply_credentials(ChildPlan* plan);
+// Container pieces (spawn_child_container.cpp). Writes the child into its cgroups.
+void child_join_cgroups(ChildPlan* plan);
+// setns into the namespace files (after join_pidfd's).
+void child_enter_namespace_files(ChildPlan* plan);
+// sethostname, once in its namespaces.
+void child_set_hostname(ChildPlan* plan);
+// The mounts, in the new (private) mount namespace, before the root is entered.
+void child_mounts(ChildPlan* plan);
+// pivot_root into plan->root, detaching the old root; then the cwd as chroot's path does.
+void child_pivot_root(ChildPlan* plan);
+
 // The plan's search: the index of the candidate to exec, or -1 when there is no search.
 // Fails the child (kNotFound, kFoundRelative) when nothing usable is found.
 int child_find_executable(ChildPlan* plan);

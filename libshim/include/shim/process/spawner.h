@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,6 +40,15 @@ struct CapabilitySets {
   std::uint64_t permitted = 0;    // capset(2)
   std::uint64_t inheritable = 0;  // capset(2)
   std::uint64_t ambient = 0;      // raised after capset (each must be permitted and inheritable)
+};
+
+// A mount a spawned process makes in its new mount namespace (SpawnRequest::mounts),
+// before it enters its root: an OCI mount.
+struct SpawnMount {
+  std::string source;                // a host path for a bind mount; "tmpfs"...
+  std::string target;                // where, inside SpawnRequest::root ("/etc/hosts")
+  std::string type;                  // "bind", "tmpfs", ... (a bind also by its options)
+  std::vector<std::string> options;  // fstab style: "rbind", "ro", "nosuid", "size=64m"
 };
 
 // What to start, and how: a process, optionally in namespaces and a root of its own.
@@ -118,6 +128,37 @@ struct SpawnRequest {
   // found in $PATH"; found only through a relative entry: "...: cannot run executable
   // found relative to current directory". nullopt: the shim's own PATH, in the parent.
   std::optional<std::string> search_path;
+
+  // For runtimes that make containers without an OCI CLI (a fork server's children,
+  // shim/process/fork_server.h), around the steps above:
+  // First, before the namespaces: the cgroup.procs files the child writes itself into
+  // (a container's cgroup; on v1 one per controller), so it never runs outside it.
+  std::vector<std::string> cgroup_procs;
+  // Namespace files the child enters after `join_pidfd`'s, each {CLONE_NEW* type, an
+  // open fd of /proc/<pid>/ns/<type> or of a bind mount of one, like a CNI netns}.
+  // CLONE_NEWPID: the child is created in that pid namespace.
+  std::vector<std::pair<int, int>> join_namespace_files;
+  // sethostname(2), in the new UTS namespace (needs CLONE_NEWUTS).
+  std::string hostname;
+  // Mounts made in the new mount namespace, in order, before `root` is entered (needs
+  // CLONE_NEWNS and a root). Each target is resolved inside `root` by the parent (".."
+  // and symlinks cannot lead out of it) and created there when missing: for a bind
+  // mount what its source is (a directory or an empty file), else a directory. A bind
+  // mount's "ro", "nosuid", "nodev" and "noexec" take effect by a remount; propagation
+  // options ("rprivate") by a mount of their own, as runc does.
+  std::vector<SpawnMount> mounts;
+  // With `root` and CLONE_NEWNS: pivot_root(2) into it instead of chroot, and detach the
+  // old root, so nothing of the host stays reachable in the namespace (chroot can be left
+  // with CAP_SYS_CHROOT) and a process that joins the mount namespace later is in `root`.
+  bool pivot_root = false;
+  // CLONE_PARENT: the child's parent is the spawning process's parent, so a fork
+  // server's children are reaped by the shim that started the server, as its own.
+  bool clone_parent = false;
+  // Instead of execve: the child calls this (after the gate of a `hold` request) and
+  // exits with what it returns; `path` is then only a name for messages. The child is a
+  // copy of the spawning process, which must be single-threaded (a fork server: an
+  // engine loaded once, a child per container). Anything it throws ends it (status 127).
+  std::function<int()> run_in_child;
 };
 
 // The held child of a SpawnRequest with `hold`. Destroying the gate unreleased makes the
@@ -135,6 +176,10 @@ class ProcessGate {
 
   // Whether it holds a child that was not released yet.
   bool valid() const { return go_fd_ >= 0; }
+  // Its fds, still owned by the gate: a fork server sends copies to the process that
+  // will release the child (shim/process/fork_server.h), then drops its own gate.
+  int go_fd() const { return go_fd_; }
+  int result_fd() const { return result_fd_; }
   // Lets the child exec and blocks until it did ("exec <path>: <strerror>" when that
   // failed, FailedPrecondition when already released). Any thread, once.
   Status release();

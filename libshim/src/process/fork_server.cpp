@@ -1,0 +1,221 @@
+#include "shim/process/fork_server.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "process/fork_request.h"
+#include "process/posix_spawner.h"
+
+namespace shim {
+namespace {
+
+// One request or answer; requests carry an environment and mounts, so generous.
+constexpr std::size_t kMaxMessage = 1 << 20;
+constexpr std::size_t kMaxFds = 64;
+
+Status socket_pair(UniqueFd* ours, UniqueFd* theirs) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0)
+    return unknown(fmt::format("fork server: socketpair: {}", std::strerror(errno)));
+  ours->reset(fds[0]);
+  theirs->reset(fds[1]);
+  return {};
+}
+
+// Sends one message with `fds` (SCM_RIGHTS); errno on failure.
+int send_message(int socket, std::string_view bytes, const std::vector<int>& fds) {
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  if (!fds.empty()) {
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  while (::sendmsg(socket, &msg, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+// Receives one message and its fds (each O_CLOEXEC). 0 with empty bytes at EOF; errno
+// on failure (EMSGSIZE: truncated).
+int receive_message(int socket, std::string* bytes, std::vector<UniqueFd>* fds) {
+  bytes->assign(kMaxMessage, '\0');
+  iovec iov{bytes->data(), bytes->size()};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * kMaxFds));
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  ssize_t n;
+  do {
+    n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return errno;
+  fds->clear();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      fds->emplace_back(fd);
+    }
+  }
+  bytes->resize(static_cast<std::size_t>(n));
+  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) return EMSGSIZE;
+  return 0;
+}
+
+int thread_count() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  }
+  return 1;
+}
+
+// Serves one request; what goes wrong goes back to the shim as the answer.
+void serve_one(Spawner& spawner, const std::string& bytes, std::vector<UniqueFd>& received,
+               const std::function<int(const ForkedChild&)>& entry) {
+  int answer = received.front().get();
+  std::vector<int> fds;
+  for (const UniqueFd& fd : received) fds.push_back(fd.get());
+  SpawnRequest request;
+  ForkedChild child;
+  Status status = fork_wire::decode_request(bytes, fds, &request, &child.payload);
+  SpawnedProcess spawned;
+  if (status.ok()) {
+    child.argv = request.argv;
+    if (request.env) child.env = *request.env;
+    request.hold = true;
+    request.clone_parent = true;
+    request.run_in_child = [&entry, &child] { return entry(child); };
+    status = spawner.spawn(request, &spawned);
+  }
+  std::vector<int> answer_fds;
+  if (status.ok()) {
+    answer_fds = {spawned.handle.pidfd(), spawned.gate.go_fd(), spawned.gate.result_fd()};
+    if (answer_fds[0] < 0) answer_fds.erase(answer_fds.begin());  // no pidfd (old kernel)
+  }
+  int error = send_message(answer, fork_wire::encode_answer(status, spawned.pid), answer_fds);
+  if (error != 0) {
+    // The shim gave up waiting: the held child ends when our gate closes below.
+    std::fprintf(stderr, "fork server: answer for %s: %s\n", request.path.c_str(),
+                 std::strerror(error));
+  }
+}
+
+}  // namespace
+
+ForkServer::ForkServer(ClaimedProcess process, UniqueFd control)
+    : process_(std::move(process)), control_(std::move(control)) {}
+
+Status ForkServer::start(Reaper& reaper, Spawner& spawner, SpawnRequest server,
+                         std::unique_ptr<ForkServer>* out) {
+  UniqueFd ours, theirs;
+  if (Status s = socket_pair(&ours, &theirs); !s.ok()) return s;
+  server.fds.emplace_back(kForkServerFd, theirs.get());
+  ClaimedProcess process;
+  if (Status s = reaper.spawn_claimed(spawner, server, &process); !s.ok()) return s;
+  out->reset(new ForkServer(std::move(process), std::move(ours)));
+  return {};
+}
+
+ForkServer::~ForkServer() {
+  control_.reset();
+  if (!exited()) process_.handle.signal(SIGKILL).ignore_error();  // gone already: fine
+}
+
+bool ForkServer::exited() const { return process_.exit.ready(); }
+
+Status ForkServer::spawn(const SpawnRequest& request, std::string_view payload,
+                         SpawnedProcess* child, std::chrono::milliseconds timeout) {
+  *child = SpawnedProcess{};
+  std::string bytes;
+  std::vector<int> fds;
+  if (Status s = fork_wire::encode_request(request, payload, &bytes, &fds); !s.ok()) return s;
+  UniqueFd answer, theirs;
+  if (Status s = socket_pair(&answer, &theirs); !s.ok()) return s;
+  fds.insert(fds.begin(), theirs.get());
+  if (int error = send_message(control_.get(), bytes, fds); error != 0) {
+    return unavailable(fmt::format("spawn {}: the fork server (pid {}) is gone: {}", request.path,
+                                   pid(), std::strerror(error)));
+  }
+  theirs.reset();  // EOF on `answer` if the server dies before answering
+  pollfd ready{answer.get(), POLLIN, 0};
+  int n;
+  do {
+    n = ::poll(&ready, 1, static_cast<int>(timeout.count()));
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) {
+    return unavailable(fmt::format("spawn {}: the fork server (pid {}) did not answer in {} ms",
+                                   request.path, pid(), timeout.count()));
+  }
+  std::vector<UniqueFd> received;
+  int error = receive_message(answer.get(), &bytes, &received);
+  if (error != 0 || bytes.empty()) {
+    return unavailable(fmt::format("spawn {}: the fork server (pid {}) is gone: {}", request.path,
+                                   pid(), error != 0 ? std::strerror(error) : "no answer"));
+  }
+  pid_t child_pid = -1;
+  if (Status s = fork_wire::decode_answer(bytes, &child_pid); !s.ok()) return s;
+  if (received.size() < 2) {
+    return unknown(fmt::format("spawn {}: the fork server sent {} fds, not a gate", request.path,
+                               received.size()));
+  }
+  std::size_t gate = received.size() - 2;
+  child->pid = child_pid;
+  child->handle = ProcessHandle(child_pid, gate == 1 ? received[0].release() : -1);
+  child->gate = ProcessGate(received[gate].release(), received[gate + 1].release(), request.path);
+  return {};
+}
+
+int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry) {
+  if (int threads = thread_count(); threads != 1) {
+    std::fprintf(stderr, "fork server: %d threads; a fork copies only one, so it cannot serve\n",
+                 threads);
+    return 1;
+  }
+  PosixSpawner spawner;
+  for (;;) {
+    std::string bytes;
+    std::vector<UniqueFd> received;
+    int error = receive_message(control_fd, &bytes, &received);
+    if (error == 0 && bytes.empty() && received.empty()) return 0;  // the shim closed it
+    if (error != 0 && error != EMSGSIZE) {
+      std::fprintf(stderr, "fork server: control socket: %s\n", std::strerror(error));
+      return 1;
+    }
+    if (received.empty()) continue;  // no answer socket: nobody to tell
+    if (error == EMSGSIZE) {
+      send_message(received.front().get(),
+                   fork_wire::encode_answer(
+                       invalid_argument("fork server request: larger than 1 MiB or 64 fds"), -1),
+                   {});
+      continue;
+    }
+    serve_one(spawner, bytes, received, entry);
+  }
+}
+
+}  // namespace shim

@@ -1,0 +1,68 @@
+// libshim-wasm-zygote: the Wasm shim's fork server (shim/process/fork_server.h). It loads
+// WasmEdge once (libwasmedge and libLLVM behind it: most of a module's start), then
+// makes each Wasm container's process as a fork of itself that runs the module, so a
+// container starts without loading the engine again and shares its pages.
+//
+// The shim starts it through the engine root's own loader (shim-wasm/src/engine.h), so
+// it runs on that root's glibc; it needs nothing of libshim's but the fork server.
+//
+// A child's payload is the module's path inside the container's root; its argv the
+// OCI process's args (argv[0] becomes the module's file name, as WasmEdge's CLI passes
+// it) and its env the module's environment. The container's root is the module's
+// preopened "/". Exit status: the module's WASI exit code; 134 when it trapped or could
+// not run (the engine has logged why, to stdout as its CLI does).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "shim/process/fork_server.h"
+#include "wasmedge_api.h"
+
+namespace {
+
+int run_module(const shim_wasm::WasmEdgeApi& api, void* config, const shim::ForkedChild& child) {
+  const std::string& module = child.payload;
+  std::vector<std::string> args = child.argv;
+  std::string name = module.substr(module.rfind('/') + 1);
+  if (args.empty()) {
+    args.push_back(name);
+  } else {
+    args[0] = name;
+  }
+  std::vector<const char*> argv, envp;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  for (const std::string& e : child.env) envp.push_back(e.c_str());
+  const char* preopens[] = {"/:/"};
+  void* vm = api.vm_create(config, nullptr);
+  if (vm == nullptr) {
+    std::fprintf(stderr, "wasm: cannot create a WasmEdge VM for %s\n", module.c_str());
+    return 134;
+  }
+  void* wasi = api.vm_get_import_module_context(vm, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
+  api.module_instance_init_wasi(wasi, argv.data(), static_cast<std::uint32_t>(argv.size()),
+                                envp.data(), static_cast<std::uint32_t>(envp.size()), preopens, 1);
+  shim_wasm::WasmEdgeResult result = api.vm_run_wasm_from_file(
+      vm, module.c_str(), api.string_create_by_c_string("_start"), nullptr, 0, nullptr, 0);
+  std::fflush(nullptr);
+  if (!api.result_ok(result)) return 134;  // WasmEdge's CLI aborts here
+  return static_cast<int>(api.module_instance_wasi_get_exit_code(wasi));
+}
+
+}  // namespace
+
+int main() {
+  shim_wasm::WasmEdgeApi api;
+  std::string error;
+  if (!api.load(&error)) {
+    std::fprintf(stderr, "wasm zygote: %s\n", error.c_str());
+    return 1;
+  }
+  void* config = api.configure_create();
+  api.configure_add_host_registration(config, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
+  // One VM made and dropped here touches the engine's code and data the children need,
+  // so each fork finds them mapped.
+  if (void* warm = api.vm_create(config, nullptr)) api.vm_delete(warm);
+  return shim::serve_forks(shim::kForkServerFd, [&api, config](const shim::ForkedChild& child) {
+    return run_module(api, config, child);
+  });
+}

@@ -1,0 +1,47 @@
+// The few functions of WasmEdge's C API (include/api/wasmedge/wasmedge.h, 0.14-0.17) the
+// zygote calls, found with dlopen/dlsym: the zygote builds without WasmEdge's headers
+// and runs with whichever libwasmedge.so.0 its loader's library path holds.
+//
+// Threading: load once in the zygote's only thread; the children call the rest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace shim_wasm {
+
+struct WasmEdgeResult {
+  std::uint32_t code;
+};
+struct WasmEdgeString {
+  std::uint32_t length;
+  const char* buf;
+};
+
+class WasmEdgeApi {
+ public:
+  // dlopen("libwasmedge.so.0") and every symbol below; false with *error saying which.
+  bool load(std::string* error);
+
+  void* (*configure_create)() = nullptr;
+  void (*configure_add_host_registration)(void* config, int host) = nullptr;
+  void* (*vm_create)(const void* config, void* store) = nullptr;
+  void (*vm_delete)(void* vm) = nullptr;
+  void* (*vm_get_import_module_context)(void* vm, int host) = nullptr;
+  void (*module_instance_init_wasi)(void* module, const char* const* args, std::uint32_t args_len,
+                                    const char* const* envs, std::uint32_t envs_len,
+                                    const char* const* preopens,
+                                    std::uint32_t preopens_len) = nullptr;
+  WasmEdgeResult (*vm_run_wasm_from_file)(void* vm, const char* path, WasmEdgeString function,
+                                          const void* params, std::uint32_t params_len,
+                                          void* returns, std::uint32_t returns_len) = nullptr;
+  WasmEdgeString (*string_create_by_c_string)(const char* text) = nullptr;
+  std::uint32_t (*module_instance_wasi_get_exit_code)(const void* module) = nullptr;
+  bool (*result_ok)(WasmEdgeResult result) = nullptr;
+  const char* (*version_get)() = nullptr;
+
+  // WasmEdge_HostRegistration_Wasi.
+  static constexpr int kHostRegistrationWasi = 0;
+};
+
+}  // namespace shim_wasm

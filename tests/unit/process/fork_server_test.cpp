@@ -1,0 +1,182 @@
+// What a fork server needs of PosixSpawner (shim/process/fork_server.h): the wire form of
+// a request, a child that runs a function instead of an executable, and a container made
+// without an OCI CLI (its cgroup, hostname, mounts, pivot_root). Root only, as the suite;
+// the children are reaped by pid here. The server itself runs under containerd in the
+// Wasm shim's tests (tests/wasm).
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include "process/fork_request.h"
+#include "process/posix_spawner.h"
+#include "shim/fs.h"
+#include "shim/linux/container_cgroup.h"
+#include "support/busybox_rootfs.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using shim::SpawnRequest;
+
+std::string read_all(int fd) {
+  std::string out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<std::size_t>(n));
+  return out;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+TEST_CASE("fork server wire: a request and its fds round trip", "[fork-server]") {
+  SpawnRequest r;
+  r.path = "/m.wasm";
+  r.argv = {"/m.wasm", "a b"};
+  r.env = std::vector<std::string>{"K=v"};
+  r.cwd = "/w";
+  r.fds = {{0, 10}, {1, 11}, {2, 11}};
+  r.new_namespaces = CLONE_NEWPID | CLONE_NEWNS;
+  r.join_pidfd = 12;
+  r.join_namespaces = CLONE_NEWNET;
+  r.root = "/r";
+  r.mount_proc = true;
+  r.oom_score_adj = -5;
+  r.rlimits = {{RLIMIT_NOFILE, 10, 20}};
+  r.capabilities = shim::CapabilitySets{1, 2, 3, 4, 5};
+  r.user = shim::SpawnUser{1000, 1001, {5, 6}};
+  r.no_new_privileges = true;
+  r.cgroup_procs = {"/cg/cgroup.procs"};
+  r.join_namespace_files = {{CLONE_NEWIPC, 13}};
+  r.hostname = "h";
+  r.mounts = {{"tmpfs", "/run", "tmpfs", {"size=1m"}}};
+  r.pivot_root = true;
+  std::string json;
+  std::vector<int> fds;
+  REQUIRE(shim::fork_wire::encode_request(r, "payload", &json, &fds).ok());
+  CHECK(fds == std::vector<int>{10, 11, 11, 12, 13});
+  // As received: the answer socket first, then new numbers.
+  std::vector<int> received{99, 20, 21, 22, 23, 24};
+  SpawnRequest back;
+  std::string payload;
+  REQUIRE(shim::fork_wire::decode_request(json, received, &back, &payload).ok());
+  CHECK(payload == "payload");
+  CHECK(back.argv == r.argv);
+  CHECK(back.env == r.env);
+  CHECK(back.fds == std::vector<std::pair<int, int>>{{0, 20}, {1, 21}, {2, 22}});
+  CHECK(back.join_pidfd == 23);
+  CHECK(back.join_namespace_files == std::vector<std::pair<int, int>>{{CLONE_NEWIPC, 24}});
+  CHECK(back.new_namespaces == r.new_namespaces);
+  CHECK(back.oom_score_adj == -5);
+  CHECK(back.capabilities->ambient == 5);
+  CHECK(back.user->additional_gids == std::vector<gid_t>{5, 6});
+  CHECK(back.mounts.size() == 1);
+  CHECK(back.mounts[0].options == std::vector<std::string>{"size=1m"});
+  CHECK(back.pivot_root);
+  CHECK(back.hostname == "h");
+
+  CHECK(shim::fork_wire::decode_request(json, {99}, &back, &payload).code() ==
+        shim::Code::kInvalidArgument);  // fd indexes beyond what came
+  CHECK(shim::fork_wire::decode_request("{", {99}, &back, &payload).code() ==
+        shim::Code::kInvalidArgument);
+  r.parent_death_signal = SIGKILL;
+  CHECK(shim::fork_wire::encode_request(r, "", &json, &fds).code() == shim::Code::kInvalidArgument);
+
+  pid_t pid = 0;
+  CHECK(shim::fork_wire::decode_answer(shim::fork_wire::encode_answer({}, 42), &pid).ok());
+  CHECK(pid == 42);
+  shim::Status error = shim::fork_wire::decode_answer(
+      shim::fork_wire::encode_answer(shim::unknown("spawn x: no"), -1), &pid);
+  CHECK(error == shim::unknown("spawn x: no"));
+}
+
+TEST_CASE("a held child runs a function instead of an executable", "[fork-server]") {
+  int out[2];
+  REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+  SpawnRequest request;
+  request.path = "entry";
+  request.fds = {{1, out[1]}};
+  request.hold = true;
+  request.run_in_child = [] {
+    (void)!::write(1, "in the child\n", 13);
+    return 7;
+  };
+  shim::SpawnedProcess child;
+  REQUIRE(shim::PosixSpawner().spawn(request, &child).ok());
+  ::close(out[1]);
+  REQUIRE(child.gate.release().ok());  // EOF on the report pipe: it runs
+  CHECK(read_all(out[0]) == "in the child\n");
+  ::close(out[0]);
+  int status = wait_for(child.pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+}
+
+TEST_CASE("a container child: its cgroup, hostname, mounts and a root pivoted into",
+          "[fork-server]") {
+  shim::test::TempDir dir("fork-");
+  std::string root = dir.path() + "/rootfs";
+  shim::test::make_busybox_rootfs(root);
+  std::string host_file = dir.path() + "/host-only";
+  REQUIRE(shim::write_file(host_file, "host\n", 0644).ok());
+  std::filesystem::create_directories(dir.path() + "/data");
+  REQUIRE(shim::write_file(dir.path() + "/data/file", "from the host\n", 0644).ok());
+
+  shim::ContainerCgroup cgroup;
+  std::string cgroup_path = fmt::format("/libshim-unit-fork-{}", ::getpid());
+  REQUIRE(shim::ContainerCgroup::create({}, shim::host_cgroup_version(), cgroup_path, {}, &cgroup)
+              .ok());
+  int out[2];
+  REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+  SpawnRequest request;
+  request.path = "/bin/sh";
+  request.argv = {"sh", "-c",
+                  fmt::format("hostname; grep -q {} /proc/self/cgroup && echo cgroup; "
+                              "test -e {} || echo no-host; cat /data/file; "
+                              "grep ' /run ' /proc/mounts | cut -d' ' -f3; "
+                              "echo x > /data/new || echo read-only",
+                              cgroup_path, host_file)};
+  request.env = std::vector<std::string>{"PATH=/bin"};
+  request.fds = {{1, out[1]}, {2, out[1]}};
+  request.new_namespaces = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS;
+  request.root = root;
+  request.pivot_root = true;
+  request.mount_proc = true;
+  request.hostname = "forked";
+  request.cgroup_procs = cgroup.procs_files();
+  request.mounts = {{"tmpfs", "/run", "tmpfs", {"nosuid", "size=1m"}},
+                    {dir.path() + "/data", "/data", "bind", {"rbind", "ro"}}};
+  shim::SpawnedProcess child;
+  shim::Status s = shim::PosixSpawner().spawn(request, &child);
+  INFO(s.to_string());
+  REQUIRE(s.ok());
+  ::close(out[1]);
+  std::string text = read_all(out[0]);
+  ::close(out[0]);
+  wait_for(child.pid);
+  CHECK(text.starts_with("forked\ncgroup\nno-host\nfrom the host\ntmpfs\n"));
+  CHECK(text.ends_with("read-only\n"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/data/new"));
+  CHECK(cgroup.remove().ok());
+
+  request.hostname = "x";
+  request.new_namespaces = CLONE_NEWNS;
+  s = shim::PosixSpawner().spawn(request, &child);
+  CHECK(s.code() == shim::Code::kInvalidArgument);  // a hostname needs a UTS namespace
+}
+
+}  // namespace
