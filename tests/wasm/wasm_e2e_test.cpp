@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -117,6 +118,18 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   REQUIRE(events->wait_for_line({"/tasks/delete", "\"hello\""}, 10s));
   CHECK(event_topics_for(*events, "hello") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exit", "/tasks/delete"});
+
+  // A seccomp profile is not the zygote's to apply: the module then runs in the engine's
+  // CLI inside runc's container, with the same args, env, stdio and exit code.
+  auto through_runc = s.fx.ctr(s.run({"--rm", "--seccomp", "--env", "GREETING=hi there"},
+                                     "hello-runc", {"/hello.wasm", "3", "two words"}));
+  CHECK(through_runc.exit_code == 3);
+  CHECK(through_runc.out == hello.out);
+  CHECK(through_runc.err == "to stderr\n");
+  std::ifstream log(s.fx.log_path());
+  std::string log_text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(log_text.find("id=hello-runc") != std::string::npos);
+  CHECK(log_text.find("reason=\"the zygote does not apply linux.seccomp\"") != std::string::npos);
 
   // stdin round trip and 16 MiB of stdout, byte-exact.
   std::string input;
