@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "shim/linux/cgroup.h"
+
 namespace shim_wasm {
 namespace {
 
@@ -41,10 +43,12 @@ std::string string_of(const json::object& o, std::string_view key) {
   return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
-// The spec's fields the zygote cannot apply.
+// The spec's fields the zygote cannot apply. Device rules are the device cgroup's: v1
+// applies them (the image's /dev is the container's), v2 would need an eBPF program.
 shim::Status check_spec(const json::object& spec, const json::object& linux) {
   if (const json::value* process = member(spec, "process"); process && process->is_object()) {
-    for (const char* field : {"apparmorProfile", "selinuxLabel"}) {
+    for (const char* field :
+         {"apparmorProfile", "selinuxLabel", "scheduler", "ioPriority", "execCPUAffinity"}) {
       if (present(member(process->get_object(), field)))
         return needs_runc(fmt::format("process.{}", field));
     }
@@ -52,9 +56,23 @@ shim::Status check_spec(const json::object& spec, const json::object& linux) {
   if (const json::value* root = member(spec, "root"); root && root->is_object()) {
     if (present(member(root->get_object(), "readonly"))) return needs_runc("a read-only root");
   }
+  for (const char* field : {"hooks", "domainname"}) {
+    if (present(member(spec, field))) return needs_runc(field);
+  }
   for (const char* field : {"seccomp", "uidMappings", "gidMappings", "sysctl", "devices",
-                            "intelRdt", "personality", "mountLabel"}) {
+                            "intelRdt", "personality", "mountLabel", "rootfsPropagation"}) {
     if (present(member(linux, field))) return needs_runc(fmt::format("linux.{}", field));
+  }
+  if (const json::value* r = member(linux, "resources"); r && r->is_object()) {
+    if (const json::value* cpu = member(r->get_object(), "cpu"); cpu && cpu->is_object()) {
+      for (const char* field : {"idle", "burst"}) {
+        if (present(member(cpu->get_object(), field)))
+          return needs_runc(fmt::format("linux.resources.cpu.{}", field));
+      }
+    }
+    if (shim::host_cgroup_version() == shim::CgroupVersion::kV2 &&
+        present(member(r->get_object(), "devices")))
+      return needs_runc("device rules on cgroup v2");
   }
   return {};
 }
@@ -126,10 +144,18 @@ shim::Status read_mounts(const json::object& spec, ForkPlan* plan) {
         destination.starts_with("/sys/")) {
       if (!bind) continue;
     } else if (type == "proc" && destination == "/proc") {
-      request.mount_proc = (request.new_namespaces & CLONE_NEWPID) != 0;
+      // Left out: a fresh /proc would need the spec's masked and read-only paths over it
+      // (/proc/sys, /proc/sysrq-trigger...), and a module never reads it.
       continue;
     } else if (!bind && type != "tmpfs") {
       return needs_runc(fmt::format("the {} mount at {}", type, destination));
+    }
+    // A target under an earlier one's would be resolved before that mount exists: runc
+    // resolves each in turn.
+    for (const shim::SpawnMount& earlier : request.mounts) {
+      if (destination.starts_with(earlier.target + "/") || destination == earlier.target)
+        return needs_runc(
+            fmt::format("the mount at {} inside the one at {}", destination, earlier.target));
     }
     request.mounts.push_back(
         {string_of(m, "source"), destination, bind ? "bind" : type, std::move(options)});
@@ -172,7 +198,6 @@ shim::Status plan_init(const json::object& spec, const std::string& rootfs, cons
   shim::SpawnRequest& request = plan->spawn.request;
   if ((request.new_namespaces & CLONE_NEWUTS) != 0) request.hostname = string_of(spec, "hostname");
   request.pivot_root = true;
-  if (request.mount_proc) ::mkdir((rootfs + "/proc").c_str(), 0555);  // exists, or the mount says
   run_module(entry, &request);
   return {};
 }

@@ -4,10 +4,12 @@
 // rlimits), and of a module or native exec joining it.
 //
 // What the zygote does not apply is Unimplemented, naming it, and the container goes to
-// runc instead (wasm_instance.h): seccomp, AppArmor and SELinux labels, user and time
-// namespaces, a mount namespace given by path, a read-only root, sysctls, extra
-// devices, mounts other than binds (and the kernel file systems a module never sees),
-// a systemd cgroup path.
+// runc instead (wasm_instance.h): seccomp, AppArmor and SELinux labels, scheduler and I/O
+// priority, hooks, user and time namespaces, a mount namespace given by path, a read-only
+// root, sysctls, extra devices, device rules on cgroup v2, root propagation, mounts other
+// than bind and tmpfs or nested in another, a systemd cgroup path. /proc, /dev and /sys
+// are not mounted: a module never reads them, and a fresh /proc would need the spec's
+// masked paths; the image's /dev is gated by the device cgroup (v1).
 //
 // Threading: plain functions (blocking: they read the rootfs and open namespace files).
 #pragma once

@@ -2,6 +2,10 @@
 
 #include <signal.h>
 
+#include <chrono>
+#include <thread>
+#include <vector>
+
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
 
@@ -52,7 +56,25 @@ shim::Status ForkedContainer::start(std::uint32_t* pid) {
   return with_prefix(init_.gate.release());
 }
 
+shim::Status ForkedContainer::pause() {
+  paused_ = true;
+  shim::Status status = cgroup_.freeze();
+  if (!status.ok()) cgroup_.thaw().ignore_error();  // the freeze's error is what matters
+  paused_ = status.ok();
+  return with_prefix(status);
+}
+
+shim::Status ForkedContainer::resume() {
+  shim::Status status = cgroup_.thaw();
+  if (status.ok()) paused_ = false;
+  return with_prefix(status);
+}
+
 shim::Status ForkedContainer::exec(const shim::ExecConfig& exec, std::uint32_t* pid) {
+  if (paused_) {
+    // runc's text (libcontainer's container_linux.go).
+    return shim::Status(shim::Code::kFailedPrecondition, "cannot exec in a paused container");
+  }
   json::error_code ec;
   json::value process = json::parse(exec.spec, ec);
   if (ec || !process.is_object()) {
@@ -90,6 +112,16 @@ shim::Status ForkedContainer::remove() {
     // makes sure before the cgroup goes.
     init_.handle.signal(SIGKILL).ignore_error();  // gone already: fine
     init_.gate = shim::ProcessGate();
+  }
+  // What is left in the cgroup (execs, when the pid namespace is shared and the init's
+  // death did not end them) dies with it, as runc's destroy does: thawed first, since a
+  // frozen process never gets its SIGKILL.
+  if (paused_) cgroup_.thaw().ignore_error();  // the kill below is what matters
+  for (int round = 0; round < 100; ++round) {
+    std::vector<std::uint32_t> pids;
+    if (!shim::read_cgroup_pids(cgroup_.paths(), &pids).ok() || pids.empty()) break;
+    for (std::uint32_t p : pids) ::kill(static_cast<pid_t>(p), SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return with_prefix(cgroup_.remove());
 }

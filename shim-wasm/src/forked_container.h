@@ -7,6 +7,7 @@
 // Threading: as shim::Instance (create and start never at once; exec alongside).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -32,8 +33,8 @@ class ForkedContainer final : public shim::Instance {
   shim::Status start(std::uint32_t* pid) override;
   shim::Status exec(const shim::ExecConfig& exec, std::uint32_t* pid) override;
   shim::Status remove() override;
-  shim::Status pause() override { return cgroup_.freeze(); }
-  shim::Status resume() override { return cgroup_.thaw(); }
+  shim::Status pause() override;
+  shim::Status resume() override;
   shim::Status update(std::string_view resources_json) override;
   shim::Status checkpoint(const shim::CheckpointConfig& config) override;
 
@@ -43,6 +44,9 @@ class ForkedContainer final : public shim::Instance {
   std::string rootfs_;
   shim::ContainerCgroup cgroup_;
   shim::SpawnedProcess init_;  // its handle joins execs to the init's namespaces
+  // Pause and Resume run one at a time, exec alongside: a child made in a frozen cgroup
+  // would freeze before it reports ready (and hold up the zygote).
+  std::atomic<bool> paused_{false};
 };
 
 }  // namespace shim_wasm

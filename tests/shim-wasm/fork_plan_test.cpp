@@ -64,7 +64,7 @@ TEST_CASE("fork plan: the init of ctr's spec runs the module in new namespaces",
   CHECK(r.hostname == "box");
   CHECK(r.root == f.rootfs);
   CHECK(r.pivot_root);
-  CHECK(r.mount_proc);
+  CHECK_FALSE(r.mount_proc);  // a fresh /proc would need the masked paths over it
   CHECK(r.no_new_privileges);
   REQUIRE(r.mounts.size() == 2);  // /dev, /dev/pts and /sys are not the module's
   CHECK(r.mounts[0].target == "/run");
@@ -105,6 +105,12 @@ TEST_CASE("fork plan: a joined namespace is opened, and what the zygote cannot a
                 "the zygote does not apply the overlay mount at /data"},
            Case{"apparmor", R"({"process": {"apparmorProfile": "x"}})",
                 "the zygote does not apply process.apparmorProfile"},
+           Case{"hooks", R"({"hooks": {"prestart": [{"path": "/bin/true"}]}})",
+                "the zygote does not apply hooks"},
+           Case{"nested mount",
+                R"({"mounts": [{"destination": "/data", "type": "bind", "source": "/tmp"},
+                               {"destination": "/data/cfg", "type": "bind", "source": "/etc"}]})",
+                "the zygote does not apply the mount at /data/cfg inside the one at /data"},
        }) {
     INFO(c.name);
     json::object spec = ctr_spec();

@@ -21,6 +21,12 @@ std::optional<std::int64_t> number(const json::object& o, std::string_view key) 
   return v->as_int64();
 }
 
+// A number that is set: 0 is unset for the memory values, as runc reads them.
+std::optional<std::int64_t> set_value(const json::object& o, std::string_view key) {
+  auto v = number(o, key);
+  return v && *v != 0 ? v : std::nullopt;
+}
+
 std::optional<std::string> text(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return std::nullopt;
@@ -52,17 +58,26 @@ Status write(const CgroupPaths& paths, std::string_view controller, const std::s
 }
 
 Status apply_memory_v1(const CgroupPaths& p, const json::object& m) {
-  // The limit before the swap limit: memsw may never be below memory.
-  if (auto v = number(m, "limit")) {
-    if (Status s = write(p, "memory", "memory.limit_in_bytes", std::to_string(*v)); !s.ok())
-      return s;
+  // 0 is unset, as for runc. memsw may never be below memory: when a write of the limit
+  // is refused (raising both), the swap limit goes first (runc's setMemoryAndSwap).
+  auto limit = set_value(m, "limit");
+  auto swap = set_value(m, "swap");
+  if (!path_exists(p.dir("memory") + "/memory.memsw.limit_in_bytes")) swap.reset();
+  auto write_limit = [&] {
+    return limit ? write(p, "memory", "memory.limit_in_bytes", std::to_string(*limit)) : Status();
+  };
+  auto write_swap = [&] {
+    return swap ? write(p, "memory", "memory.memsw.limit_in_bytes", std::to_string(*swap))
+                : Status();
+  };
+  if (Status s = write_limit(); !s.ok()) {
+    if (!swap) return s;
+    if (Status w = write_swap(); !w.ok()) return w;
+    if (Status again = write_limit(); !again.ok()) return again;
+  } else if (Status w = write_swap(); !w.ok()) {
+    return w;
   }
-  if (auto v = number(m, "swap");
-      v && path_exists(p.dir("memory") + "/memory.memsw.limit_in_bytes")) {
-    if (Status s = write(p, "memory", "memory.memsw.limit_in_bytes", std::to_string(*v)); !s.ok())
-      return s;
-  }
-  if (auto v = number(m, "reservation")) {
+  if (auto v = set_value(m, "reservation")) {
     if (Status s = write(p, "memory", "memory.soft_limit_in_bytes", std::to_string(*v)); !s.ok())
       return s;
   }
@@ -76,18 +91,27 @@ Status apply_memory_v1(const CgroupPaths& p, const json::object& m) {
 }
 
 Status apply_memory_v2(const CgroupPaths& p, const json::object& m) {
-  auto limit = number(m, "limit");
+  auto limit = set_value(m, "limit");
   auto max = [](std::int64_t v) { return v < 0 ? std::string("max") : std::to_string(v); };
   if (limit) {
     if (Status s = write(p, "memory", "memory.max", max(*limit)); !s.ok()) return s;
   }
-  // v2's swap limit is the swap alone (runc's ConvertMemorySwapToCgroupV2Value).
-  if (auto swap = number(m, "swap"); swap && path_exists(p.unified + "/memory.swap.max")) {
-    std::string value = *swap < 0 ? "max" : std::to_string(*swap - (limit ? *limit : 0));
-    if (limit && *limit < 0 && *swap >= 0) value = std::to_string(*swap);
+  // v2's swap limit is the swap alone (runc's ConvertMemorySwapToCgroupV2Value): the
+  // v1-style memory+swap value less the limit.
+  if (auto swap = set_value(m, "swap"); swap && path_exists(p.unified + "/memory.swap.max")) {
+    std::string value;
+    if (*swap < 0) {
+      value = "max";
+    } else if (!limit || *limit < 0) {
+      return invalid_argument("linux.resources.memory.swap without a memory limit");
+    } else if (*swap < *limit) {
+      return invalid_argument("linux.resources.memory.swap below memory.limit");
+    } else {
+      value = std::to_string(*swap - *limit);
+    }
     if (Status s = write(p, "memory", "memory.swap.max", value); !s.ok()) return s;
   }
-  if (auto v = number(m, "reservation")) {
+  if (auto v = set_value(m, "reservation")) {
     if (Status s = write(p, "memory", "memory.low", max(*v)); !s.ok()) return s;
   }
   return {};

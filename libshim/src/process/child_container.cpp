@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -21,6 +23,23 @@ namespace {
 
 constexpr unsigned long kPropagationFlags = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
 constexpr unsigned long kRemountableFlags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+// The propagation options' flags ("rprivate": MS_PRIVATE | MS_REC), the last one wins.
+unsigned long propagation_of(const std::vector<std::string>& options) {
+  unsigned long flags = 0;
+  for (std::string_view option : options) {
+    bool recursive = option.size() > 1 && option.front() == 'r' && option != "ro" &&
+                     option != "rw" && option != "relatime" && option != "rbind";
+    std::string_view name = recursive ? option.substr(1) : option;
+    unsigned long kind = name == "shared"       ? MS_SHARED
+                         : name == "private"    ? MS_PRIVATE
+                         : name == "slave"      ? MS_SLAVE
+                         : name == "unbindable" ? MS_UNBINDABLE
+                                                : 0;
+    if (kind != 0) flags = kind | (recursive ? MS_REC : 0);
+  }
+  return flags;
+}
 
 // Makes `target` (already resolved inside the root) exist: for a bind mount as what its
 // source is (a directory, or an empty file for anything else), else a directory.
@@ -90,10 +109,13 @@ Status ChildContainer::prepare(const SpawnRequest& request) {
     if (Status s = create_mount_target(mount, bind, m.target); !s.ok()) {
       return Status(s.code(), fmt::format("spawn {}: {}", request.path, s.message()));
     }
-    m.propagation = options.flags & (kPropagationFlags | MS_REC);
-    if ((m.propagation & kPropagationFlags) == 0) m.propagation = 0;
+    // MS_REC means two things: "rbind" (the submounts too) and "rprivate" (propagation
+    // of the whole tree); parse_mount_options merges them, so each is read from its own
+    // option, as runc's pgflags are.
+    m.propagation = propagation_of(mount.options);
     if (bind) {
-      m.flags = MS_BIND | (options.flags & MS_REC);
+      bool recursive = std::count(mount.options.begin(), mount.options.end(), "rbind") > 0;
+      m.flags = MS_BIND | (recursive ? MS_REC : 0);
       unsigned long remount = options.flags & kRemountableFlags;
       if (remount != 0) m.remount_flags = MS_REMOUNT | MS_BIND | remount;
     } else {

@@ -1,11 +1,20 @@
 #include "process/fork_request.h"
 
+#include <sched.h>
+
+#include <stdexcept>
+
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
 namespace shim::fork_wire {
 namespace json = boost::json;
 namespace {
+
+// What a request may ask clone3 and setns for: namespaces, nothing else (CLONE_VM or
+// CLONE_THREAD would run the child on the server's own memory and stack).
+constexpr int kNamespaceFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
+                                CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET;
 
 json::array strings(const std::vector<std::string>& values) {
   json::array out;
@@ -137,9 +146,15 @@ Status decode_request(std::string_view text, const std::vector<int>& fds, SpawnR
     r->new_process_group = o.at("new_process_group").as_bool();
     r->setsid = o.at("setsid").as_bool();
     r->new_namespaces = json::value_to<int>(o.at("new_namespaces"));
+    if ((r->new_namespaces & ~kNamespaceFlags) != 0)
+      throw std::invalid_argument(
+          fmt::format("new_namespaces {:#x}: not only CLONE_NEW* flags", r->new_namespaces));
     if (o.contains("join_pidfd")) {
       r->join_pidfd = fd_at(fds, o.at("join_pidfd").as_int64());
       r->join_namespaces = json::value_to<int>(o.at("join_namespaces"));
+      if ((r->join_namespaces & ~kNamespaceFlags) != 0)
+        throw std::invalid_argument(
+            fmt::format("join_namespaces {:#x}: not only CLONE_NEW* flags", r->join_namespaces));
     }
     r->root = o.at("root").as_string();
     r->mount_proc = o.at("mount_proc").as_bool();

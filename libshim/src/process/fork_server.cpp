@@ -171,6 +171,10 @@ Status ForkServer::spawn(const SpawnRequest& request, std::string_view payload,
     return unavailable(fmt::format("spawn {}: the fork server (pid {}) did not answer in {} ms",
                                    request.path, pid(), timeout.count()));
   }
+  if (n < 0) {
+    return unknown(
+        fmt::format("spawn {}: wait for the fork server: {}", request.path, std::strerror(errno)));
+  }
   std::vector<UniqueFd> received;
   int error = receive_message(answer.get(), &bytes, &received);
   if (error != 0 || bytes.empty()) {

@@ -225,7 +225,8 @@ class PidNamespaceForChildren {
     return {};
   }
   // A new pid namespace for the next children: clone(2) refuses CLONE_NEWPID with
-  // CLONE_PARENT, unshare(2) does not.
+  // CLONE_PARENT on the kernels whose copy_process() checks the pair; unshare(2) has no
+  // such check.
   Status enter_new() {
     own_.reset(::open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC));
     if (own_.get() < 0)

@@ -93,6 +93,12 @@ TEST_CASE("fork server wire: a request and its fds round trip", "[fork-server]")
         shim::Code::kInvalidArgument);  // fd indexes beyond what came
   CHECK(shim::fork_wire::decode_request("{", {99}, &back, &payload).code() ==
         shim::Code::kInvalidArgument);
+  // Only namespaces reach clone3: CLONE_VM would run the child on the server's memory.
+  SpawnRequest hostile = r;
+  hostile.new_namespaces |= CLONE_VM;
+  REQUIRE(shim::fork_wire::encode_request(hostile, "", &json, &fds).ok());
+  CHECK(shim::fork_wire::decode_request(json, received, &back, &payload).code() ==
+        shim::Code::kInvalidArgument);
   r.parent_death_signal = SIGKILL;
   CHECK(shim::fork_wire::encode_request(r, "", &json, &fds).code() == shim::Code::kInvalidArgument);
 

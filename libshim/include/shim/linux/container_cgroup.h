@@ -31,7 +31,8 @@ class ContainerCgroup {
   // "slice:prefix:name" or a relative path is InvalidArgument) under `fs.root` for
   // `version` (v1: under each mounted controller hierarchy; cpuset's cpus and mems
   // copied down into new levels, as runc does), then applies `resources` (OCI
-  // LinuxResources; an empty object applies nothing). On error nothing new is left.
+  // LinuxResources; an empty object applies nothing). On error the leaf it made is removed
+  // (levels above it stay, as they do at remove()). An existing leaf is used as it is.
   static Status create(const CgroupFs& fs, CgroupVersion version, const std::string& path,
                        const boost::json::object& resources, ContainerCgroup* out);
 
