@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>

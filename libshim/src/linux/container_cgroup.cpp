@@ -147,24 +147,22 @@ Status ContainerCgroup::update(const boost::json::object& resources) {
   return apply_cgroup_resources(paths_, resources);
 }
 
-Status ContainerCgroup::freeze() {
-  if (paths_.version == CgroupVersion::kV2) {
-    return set_and_wait(paths_.unified + "/cgroup.freeze", "1", paths_.unified + "/cgroup.events",
-                        "frozen 1");
-  }
-  std::string dir = paths_.dir("freezer");
-  if (dir.empty()) return failed_precondition("cgroup: no freezer controller to pause with");
-  return set_and_wait(dir + "/freezer.state", "FROZEN", dir + "/freezer.state", "FROZEN");
-}
+Status ContainerCgroup::freeze() { return set_frozen(true); }
 
-Status ContainerCgroup::thaw() {
+Status ContainerCgroup::thaw() { return set_frozen(false); }
+
+Status ContainerCgroup::set_frozen(bool frozen) {
   if (paths_.version == CgroupVersion::kV2) {
-    return set_and_wait(paths_.unified + "/cgroup.freeze", "0", paths_.unified + "/cgroup.events",
-                        "frozen 0");
+    return set_and_wait(paths_.unified + "/cgroup.freeze", frozen ? "1" : "0",
+                        paths_.unified + "/cgroup.events", frozen ? "frozen 1" : "frozen 0");
   }
   std::string dir = paths_.dir("freezer");
-  if (dir.empty()) return failed_precondition("cgroup: no freezer controller to resume with");
-  return set_and_wait(dir + "/freezer.state", "THAWED", dir + "/freezer.state", "THAWED");
+  if (dir.empty()) {
+    return failed_precondition(
+        fmt::format("cgroup: no freezer controller to {} with", frozen ? "pause" : "resume"));
+  }
+  std::string_view state = frozen ? "FROZEN" : "THAWED";
+  return set_and_wait(dir + "/freezer.state", state, dir + "/freezer.state", state);
 }
 
 Status ContainerCgroup::remove() {

@@ -13,12 +13,13 @@
 #include <iterator>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "process/posix_spawner.h"
 #include "support/busybox_rootfs.h"
 #include "support/temp_dir.h"
+#include "unit/process/child_wait.h"
 
 namespace {
 
@@ -38,26 +39,14 @@ struct Pipe {
     ::close(fds[1]);
     fds[1] = -1;
   }
-  std::string read_all() {
-    std::string out;
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
-    return out;
-  }
+  std::string read_all() { return shim_test::read_to_end(fds[0]); }
+
   bool readable_within(int ms) {
     pollfd p{fds[0], POLLIN, 0};
     return ::poll(&p, 1, ms) == 1;
   }
   int fds[2] = {-1, -1};
 };
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
 
 std::string rootfs() {
   static shim::test::TempDir dir;
@@ -75,7 +64,8 @@ bool is_mount_point(const std::string& path) {
   std::string text;
   char buffer[65536];
   ssize_t n = 0;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
   ::close(fd);
   return text.find(" " + path + " ") != std::string::npos;
 }
@@ -109,7 +99,7 @@ TEST_CASE("a held child runs nothing until its gate is released", "[spawner][con
   REQUIRE(child.gate.release().ok());
   CHECK_FALSE(child.gate.valid());
   CHECK(out.read_all() == "started\n");
-  int wait_status = wait_for(child.pid);
+  int wait_status = shim_test::wait_for_child(child.pid);
   CHECK(WIFEXITED(wait_status));
   CHECK(WEXITSTATUS(wait_status) == 0);
   CHECK(child.gate.release().code() == shim::Code::kFailedPrecondition);
@@ -123,7 +113,7 @@ TEST_CASE("dropping a held child's gate ends it without running anything", "[spa
   REQUIRE(PosixSpawner().spawn(request, &child).ok());
   out.close_write();
   child.gate = shim::ProcessGate();  // the old gate closes
-  int wait_status = wait_for(child.pid);
+  int wait_status = shim_test::wait_for_child(child.pid);
   CHECK(WIFEXITED(wait_status));
   CHECK(WEXITSTATUS(wait_status) == 127);
   CHECK(out.read_all().empty());
@@ -137,7 +127,7 @@ TEST_CASE("a held child's exec failure is the release's error", "[spawner][conta
   REQUIRE(PosixSpawner().spawn(request, &child).ok());
   Status status = child.gate.release();
   CHECK(status.message() == "exec /no/such/binary: No such file or directory");
-  wait_for(child.pid);
+  shim_test::wait_for_child(child.pid);
 }
 
 TEST_CASE("set-up failures of a container child name their step", "[spawner][container]") {
@@ -156,8 +146,8 @@ TEST_CASE("set-up failures of a container child name their step", "[spawner][con
 TEST_CASE("a child in new pid and mount namespaces is pid 1 and has its own /proc",
           "[spawner][container]") {
   Pipe out;
-  SpawnRequest request =
-      container_shell("echo $$; kill -9 $$; ls /proc/1/exe >/dev/null && echo proc; echo alive", out.fds[1]);
+  SpawnRequest request = container_shell(
+      "echo $$; kill -9 $$; ls /proc/1/exe >/dev/null && echo proc; echo alive", out.fds[1]);
   request.new_namespaces = CLONE_NEWPID | CLONE_NEWNS;
   request.mount_proc = true;
   SpawnedProcess child;
@@ -168,7 +158,7 @@ TEST_CASE("a child in new pid and mount namespaces is pid 1 and has its own /pro
   // A pid namespace's init ignores signals it has no handler for, even SIGKILL from
   // inside: the shell lives on.
   CHECK(out.read_all() == "1\nproc\nalive\n");
-  CHECK(WEXITSTATUS(wait_for(child.pid)) == 0);
+  CHECK(WEXITSTATUS(shim_test::wait_for_child(child.pid)) == 0);
   // The /proc mount stayed in the child's namespace.
   CHECK_FALSE(is_mount_point(rootfs() + "/proc"));
 }
@@ -193,7 +183,7 @@ TEST_CASE("mount_dev gives the child a container's /dev, seen only in its namesp
         "4\n/dev/fd /dev/full /dev/null /dev/pts /dev/random /dev/shm /dev/stderr /dev/stdin "
         "/dev/stdout /dev/tty /dev/urandom /dev/zero\n"
         "666 1,3\n666 5,0\n/proc/self/fd\n");
-  CHECK(WEXITSTATUS(wait_for(child.pid)) == 0);
+  CHECK(WEXITSTATUS(shim_test::wait_for_child(child.pid)) == 0);
   CHECK_FALSE(is_mount_point(rootfs() + "/dev"));
 }
 
@@ -211,7 +201,10 @@ TEST_CASE("a child joins another process's pid and mount namespaces", "[spawner]
   char line[3] = {};
   REQUIRE(::read(init_out.fds[0], line, 3) == 3);
   // "up" comes before the exec: wait until the init is sleep (seen from the host).
-  const std::string sleeping("sleep\0" "100", 9);
+  const std::string sleeping(
+      "sleep\0"
+      "100",
+      9);
   bool exec_done = false;
   for (int i = 0; i < 200 && !exec_done; ++i) {
     std::ifstream cmdline(fmt::format("/proc/{}/cmdline", init.pid), std::ios::binary);
@@ -233,16 +226,17 @@ TEST_CASE("a child joins another process's pid and mount namespaces", "[spawner]
   std::string text = out.read_all();
   CHECK(text.substr(0, text.find('\n')) != std::to_string(joined.pid));  // a pid of that namespace
   CHECK(text.find(sleeping) != std::string::npos);
-  wait_for(joined.pid);
+  shim_test::wait_for_child(joined.pid);
   ::kill(init.pid, SIGKILL);
-  wait_for(init.pid);
+  shim_test::wait_for_child(init.pid);
 
   // This thread's later children are back in the shim's own pid namespace.
   Pipe plain;
-  SpawnRequest plain_request{.path = "/bin/sh", .argv = {"sh", "-c", "echo $$"}, .fds = {{1, plain.fds[1]}}};
+  SpawnRequest plain_request{
+      .path = "/bin/sh", .argv = {"sh", "-c", "echo $$"}, .fds = {{1, plain.fds[1]}}};
   SpawnedProcess third;
   REQUIRE(PosixSpawner().spawn(plain_request, &third).ok());
   plain.close_write();
   CHECK(plain.read_all() == std::to_string(third.pid) + "\n");
-  wait_for(third.pid);
+  shim_test::wait_for_child(third.pid);
 }

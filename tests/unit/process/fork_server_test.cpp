@@ -22,26 +22,11 @@
 #include "shim/linux/container_cgroup.h"
 #include "support/busybox_rootfs.h"
 #include "support/temp_dir.h"
+#include "unit/process/child_wait.h"
 
 namespace {
 
 using shim::SpawnRequest;
-
-std::string read_all(int fd) {
-  std::string out;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
-    out.append(buffer, static_cast<std::size_t>(n));
-  return out;
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
 
 TEST_CASE("fork server wire: a request and its fds round trip", "[fork-server]") {
   SpawnRequest r;
@@ -125,9 +110,9 @@ TEST_CASE("a held child runs a function instead of an executable", "[fork-server
   REQUIRE(shim::PosixSpawner().spawn(request, &child).ok());
   ::close(out[1]);
   REQUIRE(child.gate.release().ok());  // EOF on the report pipe: it runs
-  CHECK(read_all(out[0]) == "in the child\n");
+  CHECK(shim_test::read_to_end(out[0]) == "in the child\n");
   ::close(out[0]);
-  int status = wait_for(child.pid);
+  int status = shim_test::wait_for_child(child.pid);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 7);
 }
@@ -171,9 +156,9 @@ TEST_CASE("a container child: its cgroup, hostname, mounts and a root pivoted in
   INFO(s.to_string());
   REQUIRE(s.ok());
   ::close(out[1]);
-  std::string text = read_all(out[0]);
+  std::string text = shim_test::read_to_end(out[0]);
   ::close(out[0]);
-  wait_for(child.pid);
+  shim_test::wait_for_child(child.pid);
   CHECK(text.starts_with("forked\ncgroup\nno-host\nfrom the host\ntmpfs\n"));
   CHECK(text.ends_with("read-only\n"));
   CHECK_FALSE(std::filesystem::exists(dir.path() + "/data/new"));

@@ -28,6 +28,7 @@
 #include "shim/stdio/pty.h"
 #include "support/busybox_rootfs.h"
 #include "unit/isolated_child.h"
+#include "unit/process/child_wait.h"
 
 namespace {
 
@@ -37,22 +38,6 @@ using shim::SpawnRequest;
 using shim::Status;
 
 constexpr std::uint64_t bit(int cap) { return std::uint64_t{1} << cap; }
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-std::string read_fd(int fd) {
-  std::string out;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
-    out.append(buffer, static_cast<std::size_t>(n));
-  return out;
-}
 
 struct Run {
   Status status;
@@ -72,8 +57,8 @@ Run run_shell(SpawnRequest request, const std::string& script) {
   run.status = PosixSpawner().spawn(request, &child);
   ::close(fds[1]);
   if (run.status.ok()) {
-    run.out = read_fd(fds[0]);
-    int status = wait_for(child.pid);
+    run.out = shim_test::read_to_end(fds[0]);
+    int status = shim_test::wait_for_child(child.pid);
     run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   ::close(fds[0]);
@@ -219,7 +204,7 @@ TEST_CASE("spawner: a controlling terminal in a new session", "[spawner][credent
   for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;)
     out.append(buffer, static_cast<std::size_t>(n));
   ::close(master);
-  CHECK(WEXITSTATUS(wait_for(child.pid)) == 0);
+  CHECK(WEXITSTATUS(shim_test::wait_for_child(child.pid)) == 0);
   std::string lines;
   for (char c : out) {
     if (c != '\r') lines += c;

@@ -52,6 +52,9 @@ class ContainerCgroup {
   const CgroupPaths& paths() const { return paths_; }
 
  private:
+  // freeze() and thaw(): cgroup.freeze (v2) or freezer.state (v1), then the wait.
+  Status set_frozen(bool frozen);
+
   CgroupFs fs_;
   CgroupPaths paths_;
   std::vector<std::string> created_;  // the leaf directories create() made
