@@ -25,7 +25,9 @@
 // Processes: the pids an Instance reports must be children of the shim (or reparented
 // to it: the shim is a child subreaper), so libshim's reaper sees their exits. Start
 // runtime CLIs with Reaper::spawn_claimed() (their exits are then not container exits),
-// container processes with the Spawner or let the runtime fork them.
+// container processes with the Spawner or let the runtime fork them. A runtime whose
+// processes live elsewhere (a VM's guest) answers ExitSource::kInstance and reports
+// their exits itself through ContainerConfig::events (shim/instance_events.h).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@
 
 #include <boost/json/object.hpp>
 
+#include "shim/instance_events.h"
 #include "shim/pb/any.pb.h"
 #include "shim/status.h"
 
@@ -74,6 +77,19 @@ struct ContainerConfig {
   std::string checkpoint;
   std::string parent_checkpoint;  // CreateTaskRequest.parent_checkpoint
   bool terminal = false;          // the init has a terminal (CreateTaskRequest.terminal)
+  // Where an Instance of ExitSource::kInstance reports its processes' exits and OOMs;
+  // set by libshim before Runtime::open(), never null there.
+  std::shared_ptr<InstanceEvents> events;
+};
+
+// Who tells libshim that a container's process ended.
+enum class ExitSource {
+  // libshim's reaper: the processes are the shim's children (or reparented to it).
+  kReaper,
+  // The Instance, through ContainerConfig::events: its pids are not host pids (a guest's),
+  // so libshim opens no pidfd, loads no cgroup and watches no OOM for them, and signals
+  // and queries them only through the Instance (kill, kill_exec, stats, pids).
+  kInstance,
 };
 
 // An exec process, as Exec described it and Start started it.
@@ -103,6 +119,8 @@ class Instance {
 
   // Asked before libshim makes the stdio of the init and of each exec. Default: the shim.
   virtual StdioOwner stdio_owner() const { return {}; }
+  // Asked once, after Runtime::open(). Default: kReaper.
+  virtual ExitSource exit_source() const { return ExitSource::kReaper; }
 
   // Creates the init process with `stdio`, not started yet, and sets *pid when the
   // process exists now (as after `runc create`); leave it 0 when the process only exists
@@ -119,6 +137,10 @@ class Instance {
   // default): libshim signals the init through its pidfd and refuses `all` unless the
   // container has its own pid namespace (the init's death then ends the rest).
   virtual Status kill(int signal, bool all);
+  // Signals exec `exec_id`. Unimplemented (the default): libshim signals it through its
+  // pidfd, as containerd's runc shim does; an Instance of ExitSource::kInstance must
+  // implement it. Runs alongside the container's other calls.
+  virtual Status kill_exec(const std::string& exec_id, int signal);
   // Deletes the container once its init stopped (or was never started). Afterwards
   // libshim unmounts the rootfs it mounted.
   virtual Status remove() = 0;

@@ -30,12 +30,23 @@ void LifecycleEvents::created(const containerd::events::TaskCreate& event) {
   publish("/tasks/create", event);
   if (event.pid() == 0) return;
   ProcessRef ref{event.container_id(), ""};
-  track(event.pid(), ref);
-  if (auto early = take_unclaimed(event.pid())) reaped(event.pid(), by_pid_[event.pid()], *early);
+  PidKey key = key_of(ref.container_id, event.pid());
+  track(key, ref);
+  if (auto early = take_unclaimed(key)) reaped(key, by_pid_[key], *early);
 }
 
-std::optional<ProcessExit> LifecycleEvents::take_unclaimed(std::uint32_t pid) {
-  auto it = unclaimed_.find(pid);
+void LifecycleEvents::use_pid_domain(const std::string& container_id, std::uint32_t domain) {
+  containers_[container_id].domain = domain;
+}
+
+LifecycleEvents::PidKey LifecycleEvents::key_of(const std::string& container_id,
+                                                std::uint32_t pid) const {
+  auto it = containers_.find(container_id);
+  return PidKey{it == containers_.end() ? kHostPids : it->second.domain, pid};
+}
+
+std::optional<ProcessExit> LifecycleEvents::take_unclaimed(const PidKey& key) {
+  auto it = unclaimed_.find(key);
   if (it == unclaimed_.end()) return std::nullopt;
   ProcessExit exit = it->second;
   unclaimed_.erase(it);
@@ -76,13 +87,14 @@ void LifecycleEvents::start_succeeded(StartToken token, std::uint32_t pid) {
     publish("/tasks/exec-started", event);
   }
 
-  track(pid, ref);
-  Tracked& tracked = by_pid_[pid];
+  PidKey key = key_of(ref.container_id, pid);
+  track(key, ref);
+  Tracked& tracked = by_pid_[key];
   std::optional<ProcessExit> early = std::move(tracked.exit);
   tracked.exit.reset();
-  if (auto held = take_unclaimed(pid)) early = held;
+  if (auto held = take_unclaimed(key)) early = held;
   drop_unclaimed_if_idle();
-  if (early) reaped(pid, tracked, *early);
+  if (early) reaped(key, tracked, *early);
 }
 
 void LifecycleEvents::start_failed(StartToken token) {
@@ -97,21 +109,21 @@ void LifecycleEvents::start_failed(StartToken token) {
   }
   // A failed init start: an OOM and an exit already seen are handled as usual.
   publish_held_oom(ref.container_id);
-  for (auto& [pid, tracked] : by_pid_) {
+  for (auto& [key, tracked] : by_pid_) {
     if (tracked.ref != ref || !tracked.exit) continue;
     ProcessExit exit = *tracked.exit;
     tracked.exit.reset();
-    reaped(pid, tracked, exit);
+    reaped(key, tracked, exit);
     return;
   }
 }
 
-void LifecycleEvents::handle_exit(const ProcessExit& exit) {
-  auto pid = static_cast<std::uint32_t>(exit.pid);
-  auto it = by_pid_.find(pid);
+void LifecycleEvents::handle_exit(std::uint32_t domain, const ProcessExit& exit) {
+  PidKey key{domain, static_cast<std::uint32_t>(exit.pid)};
+  auto it = by_pid_.find(key);
   if (it == by_pid_.end()) {
     // Maybe the pid of a process whose start has not returned yet: keep it meanwhile.
-    if (!starts_.empty() || !holds_.empty()) unclaimed_[pid] = exit;
+    if (!starts_.empty() || !holds_.empty()) unclaimed_[key] = exit;
     return;
   }
   Tracked& tracked = it->second;
@@ -121,12 +133,12 @@ void LifecycleEvents::handle_exit(const ProcessExit& exit) {
     tracked.exit = exit;  // published after its start event
     return;
   }
-  reaped(pid, tracked, exit);
+  reaped(key, tracked, exit);
 }
 
-void LifecycleEvents::reaped(std::uint32_t pid, Tracked& tracked, const ProcessExit& exit) {
+void LifecycleEvents::reaped(const PidKey& key, Tracked& tracked, const ProcessExit& exit) {
   ProcessRef ref = tracked.ref;
-  by_pid_.erase(pid);  // the pid may be reused from now on
+  by_pid_.erase(key);  // the pid may be reused from now on
   deferring_.reset();
   if (hooks_.on_reaped) hooks_.on_reaped(ref, exit);
   if (deferring_) {
@@ -257,11 +269,11 @@ void LifecycleEvents::restore_process(const ProcessRef& process, std::uint32_t p
   ContainerState& container = containers_[process.container_id];
   if (process.is_init()) container.init_pid = pid;
   if (!process.is_init() && started && !exited) container.live_execs.insert(process.exec_id);
-  if (pid != 0 && !exited) track(pid, process);
+  if (pid != 0 && !exited) track(key_of(process.container_id, pid), process);
 }
 
-void LifecycleEvents::track(std::uint32_t pid, const ProcessRef& ref) {
-  Tracked& tracked = by_pid_[pid];
+void LifecycleEvents::track(const PidKey& key, const ProcessRef& ref) {
+  Tracked& tracked = by_pid_[key];
   tracked.ref = ref;
 }
 

@@ -35,6 +35,17 @@ Status GuardedInstance::delete_exec(const std::string& exec_id) {
   return guard("Instance::delete_exec", [&] { return instance_->delete_exec(exec_id); });
 }
 
+Status GuardedInstance::exit_source(ExitSource* source) const {
+  return guard("Instance::exit_source", [&] {
+    *source = instance_->exit_source();
+    return Status();
+  });
+}
+
+Status GuardedInstance::kill_exec(const std::string& exec_id, int signal) {
+  return guard("Instance::kill_exec", [&] { return instance_->kill_exec(exec_id, signal); });
+}
+
 Status GuardedInstance::kill(int signal, bool all) {
   return guard("Instance::kill", [&] { return instance_->kill(signal, all); });
 }

@@ -25,11 +25,13 @@ class GuardedInstance {
   GuardedInstance(std::unique_ptr<Instance> instance, Logger& logger, std::string id);
 
   Status stdio_owner(StdioOwner* owner) const;
+  Status exit_source(ExitSource* source) const;
   Status create(const ProcessStdio& stdio, std::uint32_t* pid);
   Status start(std::uint32_t* pid);
   Status exec(const ExecConfig& exec, std::uint32_t* pid);
   Status delete_exec(const std::string& exec_id);
   Status kill(int signal, bool all);
+  Status kill_exec(const std::string& exec_id, int signal);
   Status remove();
   Status pause();
   Status resume();

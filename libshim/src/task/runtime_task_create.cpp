@@ -63,11 +63,14 @@ std::optional<CgroupPaths> init_cgroup(std::uint32_t pid) {
 // Everything blocking of a Create, on a pool thread. The Instance reads config.rootfs
 // (set before open(), mounted after it) through the config it was opened with.
 RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(
-    const task::CreateTaskRequest& request) {
+    const task::CreateTaskRequest& request, std::uint32_t pid_domain) {
   CreateResult result;
   auto holder = std::make_shared<InstanceHolder>();
   ContainerConfig& config = holder->config;
   config = container_config(request);
+  holder->pid_domain = pid_domain;
+  config.events =
+      std::make_shared<ReportedEvents>(context_.executor, reported_, pid_domain, config.id);
   // Bad io.libshim.output.* annotations fail Create before anything is made.
   OutputBufferOptions output = context_.output_buffer;
   result.status = stdio::apply_output_annotations(config.spec, &output);
@@ -82,6 +85,8 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(
   }
   if (!result.status.ok()) return result;
   holder->instance = GuardedInstance(std::move(instance), context_.logger, config.id);
+  result.status = holder->instance.exit_source(&holder->exit_source);
+  if (!result.status.ok()) return result;
   result.holder = holder;
   bool mounted = false;
   if (!config.rootfs.empty()) {
@@ -100,7 +105,8 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(
     result.status = holder->instance.create(runtime_stdio(*result.io), &result.pid);
   bool restoring = !config.checkpoint.empty();  // nothing ran: no console yet
   if (result.status.ok() && !restoring) result.status = result.io->console_receiver()();
-  if (result.status.ok() && result.pid != 0) result.cgroup = init_cgroup(result.pid);
+  if (result.status.ok() && result.pid != 0 && holder->host_pids())
+    result.cgroup = init_cgroup(result.pid);
   if (!result.status.ok() && mounted) {
     if (Status s = unmount_all(config.rootfs); !s.ok()) {
       context_.logger.warn("failed to cleanup rootfs mount",
@@ -150,7 +156,9 @@ void RuntimeTaskService::create(const CallInfo&, task::CreateTaskRequest request
   }
   creating_[request.id()] = events_.hold_exits();
 
-  auto work = [this, request] { return create_on_pool(request); };
+  auto work = [this, request, domain = next_pid_domain_++] {
+    return create_on_pool(request, domain);
+  };
   auto done = [this, request, reply](CreateResult result) mutable {
     finish_create(request, std::move(result), std::move(reply));
   };
@@ -184,7 +192,8 @@ void RuntimeTaskService::finish_create(const task::CreateTaskRequest& request, C
   container->init.pid = result.pid;
   container->init.io = std::move(result.io);
   // No pidfd: the init is gone already, and the handle stays invalid, which Kill reads so.
-  if (result.pid != 0)
+  if (!result.holder->host_pids()) events_.use_pid_domain(request.id(), result.holder->pid_domain);
+  if (result.pid != 0 && result.holder->host_pids())
     ProcessHandle::open(static_cast<pid_t>(result.pid), &container->init.handle).ignore_error();
   // Watched from now: an OOM right after Start must not fall before the watch exists.
   watch_oom(*container);
@@ -251,7 +260,7 @@ void RuntimeTaskService::start_init(TaskContainer& container, Reply<task::StartR
     result.pid = pid;
     result.status = holder->instance.start(&result.pid);
     if (result.status.ok()) result.status = receive_console();
-    if (result.status.ok() && !has_cgroup && result.pid != 0)
+    if (result.status.ok() && !has_cgroup && result.pid != 0 && holder->host_pids())
       result.cgroup = init_cgroup(result.pid);
     return result;
   };
@@ -274,8 +283,9 @@ void RuntimeTaskService::start_init(TaskContainer& container, Reply<task::StartR
     c->restore_pending = false;
     if (result.pid != c->init.pid) {
       c->init.pid = result.pid;
-      ProcessHandle::open(static_cast<pid_t>(result.pid), &c->init.handle)
-          .ignore_error();  // as at Create
+      if (c->holder->host_pids())
+        ProcessHandle::open(static_cast<pid_t>(result.pid), &c->init.handle)
+            .ignore_error();  // as at Create
     }
     if (!c->cgroup) c->cgroup = std::move(result.cgroup);
     c->init.state = ProcessState::kRunning;

@@ -154,7 +154,8 @@ void RuntimeTaskService::start_exec(TaskContainer& container, TaskProcess& proce
     p->io = std::move(result.io);
     p->pid = result.pid;
     // Before its exit is handled. No pidfd: it is gone already (Kill then says so).
-    ProcessHandle::open(static_cast<pid_t>(result.pid), &p->handle).ignore_error();
+    if (c->holder->host_pids())
+      ProcessHandle::open(static_cast<pid_t>(result.pid), &p->handle).ignore_error();
     p->state = ProcessState::kRunning;
     task::StartResponse response;
     response.set_pid(result.pid);

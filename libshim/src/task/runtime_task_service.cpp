@@ -70,8 +70,13 @@ RuntimeTaskService::RuntimeTaskService(ServiceContext& context, std::unique_ptr<
                .on_exit_published = [this](const ProcessRef& r,
                                            const ProcessExit& e) { on_exit_published(r, e); }}),
       oom_(context.executor, context.logger, [this](const std::string& id) { events_.oom(id); }),
-      exits_(context.reaper.subscribe(
-          [this](const ProcessExit& exit) { events_.handle_exit(exit); })) {
+      exits_(
+          context.reaper.subscribe([this](const ProcessExit& exit) { events_.handle_exit(exit); })),
+      reported_(std::make_shared<ReportedEventsSink>(ReportedEventsSink{
+          .exited = [this](std::uint32_t domain,
+                           const ProcessExit& exit) { events_.handle_exit(domain, exit); },
+          .out_of_memory = [this](std::uint32_t domain,
+                                  const std::string& id) { on_reported_oom(domain, id); }})) {
   context_.shutdown.set_keeper(std::string(kTasksKeeper), [this] { return why_kept(); });
 }
 
@@ -117,8 +122,9 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
   process->state = ProcessState::kStopped;
   process->exit = exit;
   process->handle.mark_reaped();
-  if (process->io) process->io->process_exited();   // a console copy stops once drained
-  if (ref.is_init()) oom_.check(ref.container_id);  // TaskOOM before this TaskExit
+  if (process->io) process->io->process_exited();  // a console copy stops once drained
+  // TaskOOM before this TaskExit (a reported OOM was posted before the exit).
+  if (ref.is_init() && container->holder->host_pids()) oom_.check(ref.container_id);
   const bool kill_rest = ref.is_init() && !container->private_pid_namespace;
   if (!kill_rest && !process->io) return;
   // The TaskExit waits for both: the rest of the container killed, the output read.
@@ -132,6 +138,12 @@ void RuntimeTaskService::on_reaped(const ProcessRef& ref, const ProcessExit& exi
                               [part_done](bool) { part_done(); });
   }
   if (kill_rest) kill_rest_of(*container, part_done);
+}
+
+void RuntimeTaskService::on_reported_oom(std::uint32_t domain, const std::string& container_id) {
+  TaskContainer* container = nullptr;
+  if (!find(container_id, &container).ok() || container->holder->pid_domain != domain) return;
+  events_.oom(container_id);
 }
 
 // Without its own pid namespace nothing else dies with init: kill the rest (the execs'
@@ -212,6 +224,17 @@ void RuntimeTaskService::kill(const CallInfo&, task::KillRequest request, Reply<
     // Execs are signalled directly, as the Go shim does (no runtime call).
     if (auto s = check_transition(process->state, Operation::kKill, false); !s.ok())
       return reply.fail(s);
+    if (!container->holder->host_pids()) {
+      auto work = [holder = container->holder, exec_id = request.exec_id(), signal] {
+        return holder->instance.kill_exec(exec_id, signal);
+      };
+      auto done = [reply](Status status) mutable {
+        if (!status.ok()) return reply.fail(status);
+        reply(Empty());
+      };
+      post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
+      return;
+    }
     if (!process->handle.signal(signal).ok())
       return reply.fail(not_found("process already finished"));
     return reply(Empty());

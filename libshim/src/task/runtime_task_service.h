@@ -27,6 +27,7 @@
 #include "shim/runtime.h"
 #include "shim/service_context.h"
 #include "shim/task_service.h"
+#include "task/reported_events.h"
 #include "task/task_records.h"
 
 namespace shim {
@@ -89,7 +90,7 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
   template <class Work, class Done>
   void serial(TaskContainer& container, Work work, Done done);
 
-  CreateResult create_on_pool(const task::CreateTaskRequest& request);
+  CreateResult create_on_pool(const task::CreateTaskRequest& request, std::uint32_t pid_domain);
   void finish_create(const task::CreateTaskRequest& request, CreateResult result,
                      Reply<task::CreateTaskResponse> reply);
   void start_init(TaskContainer& container, Reply<task::StartResponse> reply);
@@ -110,6 +111,8 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
                             const boost::json::value& saved);
 
   void on_reaped(const ProcessRef& ref, const ProcessExit& exit);
+  // Reports of an Instance of ExitSource::kInstance (task/reported_events.h).
+  void on_reported_oom(std::uint32_t domain, const std::string& container_id);
   void kill_rest_of(TaskContainer& container, std::function<void()> done);
   void on_exit_published(const ProcessRef& ref, const ProcessExit& exit);
 
@@ -118,6 +121,8 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
   LifecycleEvents events_;
   OomWatcher oom_;
   Subscription exits_;
+  std::shared_ptr<ReportedEventsSink> reported_;  // the Instances' reports, while we live
+  std::uint32_t next_pid_domain_ = 1;             // for the next Create (loop)
   std::map<std::string, std::unique_ptr<TaskContainer>> containers_;
   std::map<std::string, LifecycleEvents::StartToken> creating_;  // Creates under way: their holds
   // Deletes answered once a logger exits: a live upgrade waits for them (their process

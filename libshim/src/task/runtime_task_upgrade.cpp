@@ -138,6 +138,9 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
   if (Status s = load_container(saved, container.get(), &holder->config, &instance_state); !s.ok())
     return s;
   const std::string id = container->id;
+  holder->pid_domain = next_pid_domain_++;
+  holder->config.events =
+      std::make_shared<ReportedEvents>(context_.executor, reported_, holder->pid_domain, id);
   std::unique_ptr<Instance> instance;
   Status reopened = vendor_call(
       "Runtime::reopen",
@@ -149,6 +152,8 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
     return Status(reopened.code(), fmt::format("container {}: {}", id, reopened.message()));
   }
   holder->instance = GuardedInstance(std::move(instance), context_.logger, id);
+  if (Status s = holder->instance.exit_source(&holder->exit_source); !s.ok()) return s;
+  if (!holder->host_pids()) events_.use_pid_domain(id, holder->pid_domain);
   container->holder = holder;
 
   std::vector<TaskProcess*> processes{&container->init};
@@ -174,7 +179,7 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
                                              made.message()));
     }
     // Not reaped yet (no exit recorded), so the pid is still this process's.
-    if (process->pid != 0 && !process->exit) {
+    if (process->pid != 0 && !process->exit && holder->host_pids()) {
       ProcessHandle::open(static_cast<pid_t>(process->pid), &process->handle).ignore_error();
     }
     events_.restore_process({id, process->exec_id}, process->pid, process->pid != 0,

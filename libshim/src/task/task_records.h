@@ -29,6 +29,11 @@ namespace shim {
 struct InstanceHolder {
   ContainerConfig config;
   GuardedInstance instance;
+  ExitSource exit_source = ExitSource::kReaper;  // as the Instance answered after open()
+  std::uint32_t pid_domain = 0;  // LifecycleEvents' domain of its pids (0: the host's)
+
+  // Whether its pids are host pids libshim may look up (pidfd, cgroup, OOM watch).
+  bool host_pids() const { return exit_source == ExitSource::kReaper; }
 };
 
 struct TaskProcess {

@@ -7,12 +7,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <fmt/format.h>
 
 #include "ttrpc/dial_address.h"
 #include "ttrpc/frame.h"
@@ -61,6 +61,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   bool connected() const { return connected_.load(std::memory_order_acquire); }
 
   void connect(const std::string& address, std::function<void(Status)> done);
+  void adopt(int fd, std::function<void(Status)> done);
   void call(std::string_view service, std::string_view method, std::string_view payload,
             const CallOptions& options, CallCallback done);
   void close(Status reason);
@@ -108,7 +109,9 @@ void ClientCore::connect(const std::string& address, std::function<void(Status)>
   int fd = -1;
   if (status.ok()) {
     fd = ::socket(target.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) status = Status(Code::kUnavailable, fmt::format("ttrpc: socket for {}: {}", target.description, std::strerror(errno)));
+    if (fd < 0)
+      status = Status(Code::kUnavailable, fmt::format("ttrpc: socket for {}: {}",
+                                                      target.description, std::strerror(errno)));
   }
   boost::system::error_code error;
   if (fd >= 0) {
@@ -122,37 +125,64 @@ void ClientCore::connect(const std::string& address, std::function<void(Status)>
     return;
   }
   state_ = State::kConnecting;
-  socket_.async_connect(
-      stream_protocol::endpoint(&target.storage, target.length),
-      [self = shared_from_this(), where = target.description, done = std::move(done)](
-          const boost::system::error_code& error) {
-        Status status;
-        if (self->state_ != State::kConnecting) {
-          status = closed_status();
-        } else if (error) {
-          status = Status(Code::kUnavailable,
-                          fmt::format("ttrpc: dial {}: {}", where, error.message()));
-          self->close(status);
-        } else {
-          self->state_ = State::kConnected;
-          self->connected_.store(true, std::memory_order_release);
-          self->read();
-          self->write();  // calls made while connecting
-        }
-        if (done) done(status);
-      });
+  socket_.async_connect(stream_protocol::endpoint(&target.storage, target.length),
+                        [self = shared_from_this(), where = target.description,
+                         done = std::move(done)](const boost::system::error_code& error) {
+                          Status status;
+                          if (self->state_ != State::kConnecting) {
+                            status = closed_status();
+                          } else if (error) {
+                            status =
+                                Status(Code::kUnavailable,
+                                       fmt::format("ttrpc: dial {}: {}", where, error.message()));
+                            self->close(status);
+                          } else {
+                            self->state_ = State::kConnected;
+                            self->connected_.store(true, std::memory_order_release);
+                            self->read();
+                            self->write();  // calls made while connecting
+                          }
+                          if (done) done(status);
+                        });
+}
+
+void ClientCore::adopt(int fd, std::function<void(Status)> done) {
+  Status status;
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (state_ != State::kIdle) {
+    status = Status(Code::kFailedPrecondition, "ttrpc: adopt after connect");
+  } else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    status = Status(Code::kInvalidArgument,
+                    fmt::format("ttrpc: adopt fd {}: {}", fd, std::strerror(errno)));
+  }
+  boost::system::error_code error;
+  if (status.ok()) socket_.assign(stream_protocol(address.ss_family, 0), fd, error);
+  if (!status.ok() || error) {
+    ::close(fd);
+    if (status.ok()) status = Status(Code::kUnavailable, error.message());
+    close(status);
+  } else {
+    state_ = State::kConnected;
+    connected_.store(true, std::memory_order_release);
+    read();
+    write();  // calls made before
+  }
+  if (done) asio::post(executor_, [done = std::move(done), status] { done(status); });
 }
 
 void ClientCore::fail_later(CallCallback done, Status status) {
   asio::post(executor_, [done = std::move(done), status = std::move(status)] { done(status, {}); });
 }
 
-void ClientCore::call(std::string_view service, std::string_view method,
-                      std::string_view payload, const CallOptions& options, CallCallback done) {
-  if (state_ == State::kIdle) return fail_later(std::move(done), Status(Code::kUnavailable, "ttrpc: not connected"));
+void ClientCore::call(std::string_view service, std::string_view method, std::string_view payload,
+                      const CallOptions& options, CallCallback done) {
+  if (state_ == State::kIdle)
+    return fail_later(std::move(done), Status(Code::kUnavailable, "ttrpc: not connected"));
   if (state_ == State::kClosed) return fail_later(std::move(done), closed_status());
   if (options.timeout && options.timeout->count() <= 0) {
-    return fail_later(std::move(done), Status(Code::kDeadlineExceeded, "context deadline exceeded"));
+    return fail_later(std::move(done),
+                      Status(Code::kDeadlineExceeded, "context deadline exceeded"));
   }
   std::uint32_t stream_id = next_stream_id_;
   next_stream_id_ += 2;  // client streams are odd: 1, 3, 5, ...
@@ -209,31 +239,33 @@ void ClientCore::on_close(std::function<void(Status)> callback) {
     on_close_ = std::move(callback);
     return;
   }
-  if (callback) asio::post(executor_, [callback = std::move(callback), reason = *close_reason_] {
-    callback(reason);
-  });
+  if (callback)
+    asio::post(executor_,
+               [callback = std::move(callback), reason = *close_reason_] { callback(reason); });
 }
 
 void ClientCore::read() {
-  socket_.async_read_some(asio::buffer(read_buffer_),
-                          [self = shared_from_this()](const boost::system::error_code& error,
-                                                      std::size_t size) {
-                            self->on_read(error, size);
-                          });
+  socket_.async_read_some(
+      asio::buffer(read_buffer_),
+      [self = shared_from_this()](const boost::system::error_code& error, std::size_t size) {
+        self->on_read(error, size);
+      });
 }
 
 void ClientCore::on_read(const boost::system::error_code& error, std::size_t size) {
   if (state_ == State::kClosed) return;
   if (error) {
-    close(error == asio::error::eof ? closed_status()
-                                    : Status(Code::kUnavailable, fmt::format("ttrpc: {}", error.message())));
+    close(error == asio::error::eof
+              ? closed_status()
+              : Status(Code::kUnavailable, fmt::format("ttrpc: {}", error.message())));
     return;
   }
   decoder_.feed(std::string_view(read_buffer_.data(), size));
   while (state_ != State::kClosed) {
     auto frame = decoder_.next();
     if (!frame) break;
-    if (frame->header.type == static_cast<std::uint8_t>(FrameType::kResponse)) handle_response(*frame);
+    if (frame->header.type == static_cast<std::uint8_t>(FrameType::kResponse))
+      handle_response(*frame);
   }
   if (state_ != State::kClosed) read();
 }
@@ -259,16 +291,17 @@ void ClientCore::send(std::string frame) {
 void ClientCore::write() {
   auto buffers = writer_.start();
   if (buffers.empty()) return;
-  asio::async_write(socket_, buffers,
-                    [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
-                      bool more = self->writer_.finish();
-                      if (self->state_ == State::kClosed) return;
-                      if (error) {
-                        self->close(Status(Code::kUnavailable, fmt::format("ttrpc: {}", error.message())));
-                        return;
-                      }
-                      if (more) self->write();
-                    });
+  asio::async_write(
+      socket_, buffers,
+      [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+        bool more = self->writer_.finish();
+        if (self->state_ == State::kClosed) return;
+        if (error) {
+          self->close(Status(Code::kUnavailable, fmt::format("ttrpc: {}", error.message())));
+          return;
+        }
+        if (more) self->write();
+      });
 }
 
 // What users hold: thread-safe front that posts to the executor, and closes the
@@ -281,9 +314,15 @@ class ClientHandle final : public TtrpcClient {
   }
 
   void connect(std::string address, std::function<void(Status)> done) override {
-    asio::dispatch(core_->executor(), [core = core_, address = std::move(address),
-                                       done = std::move(done)]() mutable {
-      core->connect(address, std::move(done));
+    asio::dispatch(core_->executor(),
+                   [core = core_, address = std::move(address), done = std::move(done)]() mutable {
+                     core->connect(address, std::move(done));
+                   });
+  }
+
+  void adopt(int fd, std::function<void(Status)> done) override {
+    asio::dispatch(core_->executor(), [core = core_, fd, done = std::move(done)]() mutable {
+      core->adopt(fd, std::move(done));
     });
   }
 

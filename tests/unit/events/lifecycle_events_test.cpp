@@ -248,3 +248,41 @@ TEST_CASE("settled: not while a start is under way or an exit is held", "[lifecy
 
 }  // namespace
 }  // namespace shim
+
+namespace shim {
+namespace {
+
+TEST_CASE("a container's own pid domain: host exits never match its pids", "[lifecycle]") {
+  Fixture f;
+  f.events.use_pid_domain("vm", 7);
+  f.events.created(create_event("vm", 1));  // the guest's pid 1
+  f.events.created(create_event("host", 1000));
+  auto start = f.events.begin_start({"vm", ""});
+  f.events.start_succeeded(start, 1);
+  // The host's pid 1, or any host pid equal to a guest's, is not the guest's process.
+  f.events.handle_exit(exit_of(1, 0));
+  CHECK(f.reaped.empty());
+  // The same number from the VM's domain is.
+  f.events.handle_exit(7, exit_of(1, 3));
+  CHECK(f.reaped == std::vector<std::string>{""});
+  CHECK(last_exit(f.publisher).container_id() == "vm");
+  CHECK(last_exit(f.publisher).exit_status() == 3);
+  CHECK(last_exit(f.publisher).pid() == 1);
+  // Another domain's report of the host container's pid matches nothing either.
+  f.events.handle_exit(7, exit_of(1000, 0));
+  CHECK(f.reaped.size() == 1);
+}
+
+TEST_CASE("an exit reported in a pid domain during the start is held until it", "[lifecycle]") {
+  Fixture f;
+  f.events.use_pid_domain("vm", 2);
+  f.events.created(create_event("vm", 0));
+  auto start = f.events.begin_start({"vm", ""});
+  f.events.handle_exit(2, exit_of(5, 1));  // the guest process ended before start returned
+  CHECK(f.publisher.topics() == Topics{"/tasks/create"});
+  f.events.start_succeeded(start, 5);
+  CHECK(f.publisher.topics() == Topics{"/tasks/create", "/tasks/start", "/tasks/exit"});
+}
+
+}  // namespace
+}  // namespace shim

@@ -190,6 +190,16 @@ Status ScriptedInstance::kill(int signal, bool all) {
   return {};
 }
 
+ExitSource ScriptedInstance::exit_source() const {
+  return instance_exits_ ? ExitSource::kInstance : ExitSource::kReaper;
+}
+
+Status ScriptedInstance::kill_exec(const std::string& exec_id, int signal) {
+  if (!instance_exits_) return Instance::kill_exec(exec_id, signal);
+  script_.record(fmt::format("kill_exec {} {}", exec_id, signal));
+  return {};
+}
+
 Status ScriptedInstance::remove() {
   if (Status s = script_.enter("remove", id_); !s.ok()) return s;
   script_.record("remove");
@@ -256,6 +266,10 @@ Status ScriptedInstance::pids(std::vector<std::uint32_t>* pids) {
 Status ScriptedRuntime::open(const ContainerConfig& config, std::unique_ptr<Instance>* instance) {
   script_.maybe_throw("open");
   if (config.id == "refused") return invalid_argument("refused by the runtime");
+  {
+    std::lock_guard lock(script_.mu);
+    script_.events_of[config.id] = config.events;
+  }
   *instance = std::make_unique<ScriptedInstance>(
       script_, config.id, 4000 + static_cast<std::uint32_t>(config.id.size()));
   return {};

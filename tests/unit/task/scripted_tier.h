@@ -75,6 +75,10 @@ struct Script {
   // A dup of the stdin fd each process got (key: container id or exec id), as the
   // process would hold it: a test reads what reaches it and sees it closed.
   std::map<std::string, UniqueFd> stdin_of;
+  // Instances answer ExitSource::kInstance: their exits come through `events_of` (key:
+  // container id, ContainerConfig::events), and kill_exec records "kill_exec <id> <sig>".
+  bool instance_exits = false;
+  std::map<std::string, std::shared_ptr<InstanceEvents>> events_of;
 
   void record(std::string call);
   bool wait_for_call(const std::string& call);
@@ -107,8 +111,10 @@ struct Script {
 class ScriptedInstance final : public Instance {
  public:
   ScriptedInstance(Script& script, std::string id, std::uint32_t pid)
-      : script_(script), id_(std::move(id)), pid_(pid) {}
+      : script_(script), id_(std::move(id)), pid_(pid), instance_exits_(script.instance_exits) {}
   StdioOwner stdio_owner() const override;
+  ExitSource exit_source() const override;
+  Status kill_exec(const std::string& exec_id, int signal) override;
   Status create(const ProcessStdio& stdio, std::uint32_t* pid) override;
   Status start(std::uint32_t*) override;
   Status exec(const ExecConfig& exec, std::uint32_t* pid) override;
@@ -130,6 +136,7 @@ class ScriptedInstance final : public Instance {
   Script& script_;
   std::string id_;
   std::uint32_t pid_;
+  bool instance_exits_;  // Script::instance_exits when it was opened
 };
 
 // Opens a ScriptedInstance per container, pid 4000 + the id's length; refuses id "refused".

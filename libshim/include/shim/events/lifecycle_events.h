@@ -10,6 +10,8 @@
 //   * a TaskOOM of a container whose init is being started follows its TaskStart.
 //
 // It also matches reaped pids to processes. Feed it every exit the reaper fans out.
+// A container whose exits its runtime reports itself (a VM's guest processes, whose pids
+// are not the host's) gets a pid domain of its own, so a host pid never matches them.
 // Not thread-safe: call it on the shim's event loop only.
 #pragma once
 
@@ -55,7 +57,13 @@ class LifecycleEvents {
   LifecycleEvents(Publisher& publisher, Hooks hooks);
 
   // Every exit the reaper reports (tracked or not).
-  void handle_exit(const ProcessExit& exit);
+  void handle_exit(const ProcessExit& exit) { handle_exit(kHostPids, exit); }
+  // An exit in pid domain `domain`: kHostPids for the reaper's, another number for a
+  // runtime that reports its processes' exits itself (use_pid_domain()).
+  void handle_exit(std::uint32_t domain, const ProcessExit& exit);
+  static constexpr std::uint32_t kHostPids = 0;
+  // The pids of `container_id` are numbers of pid domain `domain`: call before created().
+  void use_pid_domain(const std::string& container_id, std::uint32_t domain);
 
   // Holds exits of pids nobody tracks until release_hold(): open it before a call that
   // creates a process whose pid is learnt only when the call returns (`runc create`),
@@ -113,6 +121,12 @@ class LifecycleEvents {
   void restore_process(const ProcessRef& process, std::uint32_t pid, bool started, bool exited);
 
  private:
+  // A pid in its domain: the host's (kHostPids) or a runtime's own.
+  struct PidKey {
+    std::uint32_t domain = kHostPids;
+    std::uint32_t pid = 0;
+    friend auto operator<=>(const PidKey&, const PidKey&) = default;
+  };
   struct Tracked {
     ProcessRef ref;
     std::optional<ProcessExit> exit;  // reaped during its start; handled after it
@@ -128,26 +142,28 @@ class LifecycleEvents {
     std::set<std::string> live_execs;  // started or starting, not yet exited
     std::optional<ProcessExit> held_init_exit;
     std::uint32_t init_pid = 0;
-    bool held_oom = false;  // seen during the init's start: published after TaskStart
+    std::uint32_t domain = kHostPids;  // where its pids come from
+    bool held_oom = false;             // seen during the init's start: published after TaskStart
   };
 
-  void track(std::uint32_t pid, const ProcessRef& ref);
-  void reaped(std::uint32_t pid, Tracked& tracked, const ProcessExit& exit);
+  PidKey key_of(const std::string& container_id, std::uint32_t pid) const;
+  void track(const PidKey& key, const ProcessRef& ref);
+  void reaped(const PidKey& key, Tracked& tracked, const ProcessExit& exit);
   void exit_ready(const ProcessRef& ref, const ProcessExit& exit);
   void publish_exit(const ProcessRef& ref, const ProcessExit& exit);
   void exec_finished(const std::string& container_id, const std::string& exec_id);
   void publish_held_oom(const std::string& container_id);
   void drop_unclaimed_if_idle();
-  std::optional<ProcessExit> take_unclaimed(std::uint32_t pid);
+  std::optional<ProcessExit> take_unclaimed(const PidKey& key);
 
   Publisher& publisher_;
   Hooks hooks_;
-  std::map<std::uint32_t, Tracked> by_pid_;
+  std::map<PidKey, Tracked> by_pid_;
   std::map<std::string, ContainerState> containers_;
   std::map<StartToken, Start> starts_;
   std::set<StartToken> holds_;
   StartToken next_token_ = 1;
-  std::map<std::uint32_t, ProcessExit> unclaimed_;  // exits of unknown pids during starts
+  std::map<PidKey, ProcessExit> unclaimed_;  // exits of unknown pids during starts
   std::map<ExitToken, Deferred> deferred_;
   std::optional<ExitToken> deferring_;  // set by defer_exit() inside on_reaped
 };

@@ -47,6 +47,10 @@ class TtrpcClient : public std::enable_shared_from_this<TtrpcClient> {
   // `address` is "unix:///path", "/path", or "vsock://CID:PORT" (AF_VSOCK: a VM shim's
   // guest agent).
   virtual void connect(std::string address, std::function<void(Status)> done) = 0;
+  // Instead of connect(): serves calls over `fd`, a connected stream socket (unix or
+  // vsock) the caller dialled itself, e.g. after a guest agent's announcement
+  // (shim/ttrpc/agent_channel.h). Takes the fd, which is closed on error.
+  virtual void adopt(int fd, std::function<void(Status)> done) = 0;
   virtual void call(std::string service, std::string method, std::string payload,
                     CallOptions options, CallCallback done) = 0;
   // Closes the connection; pending and later calls fail.
