@@ -1,25 +1,29 @@
 # shellcheck shell=bash
-# Sourced by fetch-containerd.sh, fetch-criu.sh and fetch-wasmedge.sh: a private apt
-# configuration under <cache>/apt that reads Debian trixie's and sid's package lists without
-# touching the system's apt sources, preferences, lists, caches or dpkg status (everything
-# apt sees is inside <cache>/apt; release files are checked against Debian's archive
-# keyring).
+# Sourced by fetch-containerd.sh, fetch-criu.sh, fetch-wasmedge.sh and fetch-kernel.sh: a
+# private apt configuration under <cache>/apt that reads Debian bookworm's (with
+# bookworm-security), trixie's and sid's package lists without touching the system's apt
+# sources, preferences, lists, caches or dpkg status (everything apt sees is inside
+# <cache>/apt; release files are checked against Debian's archive keyring).
 #
 # <cache> is $LIBSHIM_CACHE, else $HOME/.cache/libshim (CMake's LIBSHIM_CONTAINERD_CACHE
 # has the same default). The mirror is the one the system uses for its own release
-# (override: $LIBSHIM_DEBIAN_MIRROR). Callers hold <cache>/.fetch.lock (lock_cache) while
-# they use apt_dir, since the scripts share it.
+# (override: $LIBSHIM_DEBIAN_MIRROR); bookworm-security comes from the one the system uses
+# for it, else Debian's security archive (override: $LIBSHIM_DEBIAN_SECURITY_MIRROR).
+# bookworm's versions are older than trixie's and sid's, so adding it changes no candidate
+# the trixie/sid fetches pick. Callers hold <cache>/.fetch.lock (lock_cache) while they use
+# apt_dir, since the scripts share it.
 
 cache="${LIBSHIM_CACHE:-${HOME:-/root}/.cache/libshim}"
 apt_dir="$cache/apt"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 private_apt_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-# The URI of the system's own Debian release, from one-line and deb822 sources.
+# The URI the system's sources use for <suite> (default: the system's own release), from
+# one-line and deb822 sources.
 system_mirror() {
-  local codename
+  local codename="${1:-}"
   # shellcheck source=/dev/null
-  codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
+  [[ -n $codename ]] || codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
   [[ -n $codename ]] || return 1
   local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list
                /etc/apt/sources.list.d/*.sources)
@@ -48,12 +52,14 @@ system_mirror() {
 }
 
 write_apt_config() {
-  local mirror="$1" arch
+  local mirror="$1" security_mirror="$2" arch
   arch="$(dpkg --print-architecture)"
   mkdir -p "$apt_dir"/{etc/sources.list.d,etc/preferences.d,etc/trusted.gpg.d,etc/auth.conf.d} \
            "$apt_dir"/{lists/partial,archives/partial,log,debs}
   : >"$apt_dir/status"
   cat >"$apt_dir/etc/sources.list" <<EOF
+deb [signed-by=$keyring] $mirror bookworm main
+deb [signed-by=$keyring] $security_mirror bookworm-security main
 deb [signed-by=$keyring] $mirror trixie main
 deb [signed-by=$keyring] $mirror sid main
 EOF
@@ -112,13 +118,16 @@ prepare_private_apt() {
     bash "$private_apt_here/install-deps.sh" >/dev/null 2>&1 || true
   fi
   mirror="${LIBSHIM_DEBIAN_MIRROR:-$(system_mirror || echo http://deb.debian.org/debian)}"
+  security_mirror="${LIBSHIM_DEBIAN_SECURITY_MIRROR:-$(system_mirror bookworm-security ||
+                    echo http://deb.debian.org/debian-security)}"
   if [[ ! -r $keyring ]]; then
     apt_problem="$keyring is missing (package debian-archive-keyring)"
   elif ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
     apt_problem="apt-get or dpkg-deb is not installed"
   else
-    write_apt_config "$mirror"
-    update_lists || apt_problem="apt-get update ($mirror trixie/sid) failed: $(apt_reason)"
+    write_apt_config "$mirror" "$security_mirror"
+    update_lists ||
+      apt_problem="apt-get update ($mirror bookworm/trixie/sid) failed: $(apt_reason)"
   fi
   apt_update_note="$(apt_reason)"
 }

@@ -16,6 +16,7 @@ packages=(
   debian-archive-keyring  # fetch-containerd.sh checks the trixie/sid release files with it
   doxygen python3 lintian file  # docs checks (docs/CMakeLists.txt), .debs (tests/packaging/run.sh)
   wasi-libc lld-14 libclang-rt-14-dev-wasm32  # the Wasm tests' modules (cmake/WasiModules.cmake)
+  qemu-system-x86  # shim-vm's micro-VMs (qemu-system-common brings /usr/lib/qemu/virtiofsd)
 )
 
 missing=()

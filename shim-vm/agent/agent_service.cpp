@@ -1,0 +1,388 @@
+#include "agent_service.h"
+
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <boost/json/parse.hpp>
+
+#include "container_plan.h"
+#include "shim/fs.h"
+
+namespace shim_vm_agent {
+
+namespace json = boost::json;
+using shim::Code;
+using shim::Status;
+
+namespace {
+
+constexpr std::uint32_t kProtocolVersion = 1;
+constexpr std::size_t kDefaultReadBytes = 256 * 1024;
+constexpr const char* kService = "libshim.vm.agent.v1.Agent";
+
+Status not_found(std::string_view what) { return Status(Code::kNotFound, std::string(what)); }
+
+std::string kernel_release() {
+  struct utsname name {};
+  return ::uname(&name) == 0 ? name.release : "";
+}
+
+std::string cgroup_path_of(const std::string& id) { return "/containers/" + id; }
+
+}  // namespace
+
+AgentService::AgentService(boost::asio::any_io_executor executor, shim::Reaper& reaper,
+                           shim::Spawner& spawner)
+    : executor_(std::move(executor)),
+      spawner_(spawner),
+      exits_(reaper.subscribe([this](const shim::ProcessExit& exit) { on_exit(exit); })) {}
+
+AgentService::~AgentService() = default;
+
+void AgentService::register_on(shim::ttrpc::Router& router) {
+  using shim::ttrpc::typed_handler;
+  auto add = [&](const char* method, shim::ttrpc::Handler handler) {
+    router.add(kService, method, std::move(handler));
+  };
+  add("Hello", typed_handler<pb::HelloRequest, pb::HelloResponse>(
+                   [this](const auto&, auto request, auto reply) { hello(request, reply); }));
+  add("CreateContainer",
+      typed_handler<pb::CreateContainerRequest, pb::ProcessResponse>(
+          [this](const auto&, auto request, auto reply) { create(std::move(request), reply); }));
+  add("StartContainer",
+      typed_handler<pb::ContainerRequest, pb::ProcessResponse>(
+          [this](const auto&, auto request, auto reply) { start(request, reply); }));
+  add("ExecProcess",
+      typed_handler<pb::ExecProcessRequest, pb::ProcessResponse>(
+          [this](const auto&, auto request, auto reply) { exec(std::move(request), reply); }));
+  add("SignalProcess",
+      typed_handler<pb::SignalProcessRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { signal(request, reply); }));
+  add("WaitProcess", typed_handler<pb::ProcessRequest, pb::WaitProcessResponse>(
+                         [this](const auto&, auto request, auto reply) { wait(request, reply); }));
+  add("ReadOutput",
+      typed_handler<pb::ReadOutputRequest, pb::ReadOutputResponse>(
+          [this](const auto&, auto request, auto reply) { read_output(request, reply); }));
+  add("WriteStdin", typed_handler<pb::WriteStdinRequest, pb::Empty>(
+                        [this](const auto&, auto request, auto reply) {
+                          write_stdin(std::move(request), reply);
+                        }));
+  add("CloseStdin",
+      typed_handler<pb::ProcessRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { close_stdin(request, reply); }));
+  add("ResizeTerminal",
+      typed_handler<pb::ResizeTerminalRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { resize(request, reply); }));
+  add("PauseContainer",
+      typed_handler<pb::ContainerRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { pause(request, reply, true); }));
+  add("ResumeContainer",
+      typed_handler<pb::ContainerRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { pause(request, reply, false); }));
+  add("ContainerPids",
+      typed_handler<pb::ContainerRequest, pb::ContainerPidsResponse>(
+          [this](const auto&, auto request, auto reply) { pids(request, reply); }));
+  add("RemoveContainer",
+      typed_handler<pb::ContainerRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { remove(request, reply); }));
+  add("GuestStats", typed_handler<pb::Empty, pb::GuestStatsResponse>(
+                        [this](const auto&, auto, auto reply) { guest_stats(reply); }));
+}
+
+Status AgentService::find(const std::string& id, Container** container) {
+  auto it = containers_.find(id);
+  if (it == containers_.end()) return not_found(fmt::format("container {} not found", id));
+  *container = it->second.get();
+  return {};
+}
+
+Status AgentService::find(const std::string& id, const std::string& exec_id, Container** container,
+                          GuestProcess** process) {
+  if (Status s = find(id, container); !s.ok()) return s;
+  if (exec_id.empty()) {
+    *process = (*container)->init.get();
+    return {};
+  }
+  auto it = (*container)->execs.find(exec_id);
+  if (it == (*container)->execs.end())
+    return not_found(fmt::format("process {} of container {} not found", exec_id, id));
+  *process = it->second.get();
+  return {};
+}
+
+void AgentService::hello(pb::HelloRequest, Reply<pb::HelloResponse> reply) {
+  pb::HelloResponse response;
+  response.set_version(kProtocolVersion);
+  response.set_agent_version(LIBSHIM_VERSION);
+  response.set_kernel_release(kernel_release());
+  reply(response);
+}
+
+Status AgentService::spawn(shim::oci::ProcessSpawn& plan, ProcessPipes pipes,
+                           GuestProcess& process) {
+  shim::SpawnRequest& request = plan.request;
+  if (pipes.pty.valid()) {
+    request.fds = {{0, pipes.pty.slave()}, {1, pipes.pty.slave()}, {2, pipes.pty.slave()}};
+    request.controlling_terminal = true;
+  } else {
+    request.fds.clear();
+    if (pipes.child_stdin.valid()) request.fds.emplace_back(0, pipes.child_stdin.get());
+    if (pipes.child_stdout.valid()) request.fds.emplace_back(1, pipes.child_stdout.get());
+    if (pipes.child_stderr.valid()) request.fds.emplace_back(2, pipes.child_stderr.get());
+  }
+  shim::SpawnedProcess spawned;
+  if (Status s = spawner_.spawn(request, &spawned); !s.ok()) return s;
+  process.started(std::move(spawned), std::move(pipes));
+  return {};
+}
+
+void AgentService::create(pb::CreateContainerRequest request, Reply<pb::ProcessResponse> reply) {
+  if (containers_.contains(request.id()))
+    return reply.fail(Status(Code::kAlreadyExists, fmt::format("container {}", request.id())));
+  auto container = std::make_unique<Container>();
+  container->id = request.id();
+  container->rootfs = request.rootfs();
+  boost::system::error_code ec;
+  json::value spec = json::parse(request.spec_json(), ec);
+  if (ec || !spec.is_object())
+    return reply.fail(Status(Code::kInvalidArgument, "agent: the spec is not a JSON object"));
+  container->spec = std::move(spec.as_object());
+
+  // Its cgroup first, with the spec's resources where the guest's cgroup v2 takes them.
+  json::object resources;
+  if (const json::value* linux = container->spec.if_contains("linux");
+      linux && linux->is_object()) {
+    if (const json::value* r = linux->get_object().if_contains("resources"); r && r->is_object())
+      resources = r->get_object();
+  }
+  auto cgroup = std::make_unique<shim::ContainerCgroup>();
+  Status made =
+      shim::ContainerCgroup::create(shim::CgroupFs{}, shim::CgroupVersion::kV2,
+                                    cgroup_path_of(request.id()), resources, cgroup.get());
+  if (!made.ok() && made.code() == Code::kUnimplemented) {
+    made = shim::ContainerCgroup::create(shim::CgroupFs{}, shim::CgroupVersion::kV2,
+                                         cgroup_path_of(request.id()), {}, cgroup.get());
+  }
+  if (!made.ok()) return reply.fail(made);
+  container->cgroup = std::move(cgroup);
+
+  const pb::Stdio& stdio = request.stdio();
+  ProcessPipes pipes;
+  Status status =
+      make_pipes(stdio.stdin(), stdio.stdout(), stdio.stderr(), stdio.terminal(), &pipes);
+  shim::oci::ProcessSpawn plan;
+  if (status.ok())
+    status = plan_init(container->spec, container->rootfs, shim::ProcessStdio{}, &plan);
+  if (status.ok()) {
+    plan.request.hold = true;
+    plan.request.cgroup_procs = container->cgroup->procs_files();
+    container->namespaces = plan.request.new_namespaces;
+    container->init = std::make_unique<GuestProcess>(executor_, request.id(), "");
+    status = spawn(plan, std::move(pipes), *container->init);
+  }
+  if (!status.ok()) {
+    container->cgroup->remove().ignore_error();
+    return reply.fail(status);
+  }
+  pb::ProcessResponse response;
+  response.set_pid(static_cast<std::uint32_t>(container->init->pid()));
+  containers_[request.id()] = std::move(container);
+  reply(response);
+}
+
+void AgentService::start(pb::ContainerRequest request, Reply<pb::ProcessResponse> reply) {
+  Container* container = nullptr;
+  if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  if (Status s = container->init->gate().release(); !s.ok()) return reply.fail(s);
+  pb::ProcessResponse response;
+  response.set_pid(static_cast<std::uint32_t>(container->init->pid()));
+  reply(response);
+}
+
+void AgentService::exec(pb::ExecProcessRequest request, Reply<pb::ProcessResponse> reply) {
+  Container* container = nullptr;
+  if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  if (container->execs.contains(request.exec_id()))
+    return reply.fail(Status(Code::kAlreadyExists, fmt::format("exec {}", request.exec_id())));
+  if (container->init->exit()) {
+    return reply.fail(Status(Code::kFailedPrecondition,
+                             fmt::format("container {} is not running", request.id())));
+  }
+  const pb::Stdio& stdio = request.stdio();
+  ProcessPipes pipes;
+  Status status =
+      make_pipes(stdio.stdin(), stdio.stdout(), stdio.stderr(), stdio.terminal(), &pipes);
+  shim::oci::ProcessSpawn plan;
+  if (status.ok()) {
+    status = plan_exec(request.process_json(), container->rootfs, shim::ProcessStdio{},
+                       container->init->handle().pidfd(), container->namespaces, &plan);
+  }
+  auto process = std::make_unique<GuestProcess>(executor_, request.id(), request.exec_id());
+  if (status.ok()) {
+    plan.request.cgroup_procs = container->cgroup->procs_files();
+    status = spawn(plan, std::move(pipes), *process);
+  }
+  if (!status.ok()) return reply.fail(status);
+  pb::ProcessResponse response;
+  response.set_pid(static_cast<std::uint32_t>(process->pid()));
+  container->execs[request.exec_id()] = std::move(process);
+  reply(response);
+}
+
+void AgentService::signal(pb::SignalProcessRequest request, Reply<pb::Empty> reply) {
+  Container* container = nullptr;
+  GuestProcess* process = nullptr;
+  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  int signal = static_cast<int>(request.signal());
+  if (request.all() && request.exec_id().empty()) {
+    // Every process of the container: its cgroup's members (a frozen cgroup gets the
+    // signal once thawed, as with runc).
+    std::string procs;
+    if (shim::read_file(container->cgroup->paths().unified + "/cgroup.procs", &procs).ok()) {
+      std::istringstream in(procs);
+      for (pid_t pid = 0; in >> pid;) ::kill(pid, signal);
+    }
+    return reply(pb::Empty());
+  }
+  if (process->exit()) return reply.fail(not_found("process already finished"));
+  if (Status s = process->handle().signal(signal); !s.ok()) return reply.fail(s);
+  reply(pb::Empty());
+}
+
+void AgentService::wait(pb::ProcessRequest request, Reply<pb::WaitProcessResponse> reply) {
+  Container* container = nullptr;
+  GuestProcess* process = nullptr;
+  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  process->on_exit([reply](const shim::ProcessExit& exit) {
+    pb::WaitProcessResponse response;
+    response.set_pid(static_cast<std::uint32_t>(exit.pid));
+    response.set_exit_status(exit.status);
+    response.set_exited_at_unix_nano(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(exit.exited_at.time_since_epoch())
+            .count());
+    reply(response);
+  });
+}
+
+void AgentService::read_output(pb::ReadOutputRequest request, Reply<pb::ReadOutputResponse> reply) {
+  Container* container = nullptr;
+  GuestProcess* process = nullptr;
+  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  std::size_t max = request.max_bytes() == 0 ? kDefaultReadBytes
+                                             : std::min<std::size_t>(request.max_bytes(), 1 << 20);
+  process->output(static_cast<int>(request.stream()))
+      .read(max, [reply](Status s, std::string data, bool eof) {
+        if (!s.ok()) return reply.fail(s);
+        pb::ReadOutputResponse response;
+        response.set_data(std::move(data));
+        response.set_eof(eof);
+        reply(response);
+      });
+}
+
+void AgentService::write_stdin(pb::WriteStdinRequest request, Reply<pb::Empty> reply) {
+  Container* container = nullptr;
+  GuestProcess* process = nullptr;
+  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  process->write_stdin(std::move(*request.mutable_data()), [reply](Status s) {
+    if (!s.ok()) return reply.fail(s);
+    reply(pb::Empty());
+  });
+}
+
+void AgentService::close_stdin(pb::ProcessRequest request, Reply<pb::Empty> reply) {
+  Container* container = nullptr;
+  GuestProcess* process = nullptr;
+  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  process->close_stdin();
+  reply(pb::Empty());
+}
+
+void AgentService::resize(pb::ResizeTerminalRequest request, Reply<pb::Empty> reply) {
+  Container* container = nullptr;
+  GuestProcess* process = nullptr;
+  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
+    return reply.fail(s);
+  if (Status s = process->resize(request.width(), request.height()); !s.ok()) return reply.fail(s);
+  reply(pb::Empty());
+}
+
+void AgentService::pause(pb::ContainerRequest request, Reply<pb::Empty> reply, bool frozen) {
+  Container* container = nullptr;
+  if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  Status s = frozen ? container->cgroup->freeze() : container->cgroup->thaw();
+  if (!s.ok()) return reply.fail(s);
+  reply(pb::Empty());
+}
+
+void AgentService::pids(pb::ContainerRequest request, Reply<pb::ContainerPidsResponse> reply) {
+  Container* container = nullptr;
+  if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  std::string procs;
+  if (Status s = shim::read_file(container->cgroup->paths().unified + "/cgroup.procs", &procs);
+      !s.ok())
+    return reply.fail(s);
+  pb::ContainerPidsResponse response;
+  std::istringstream in(procs);
+  for (std::uint32_t pid = 0; in >> pid;) response.add_pids(pid);
+  reply(response);
+}
+
+void AgentService::remove(pb::ContainerRequest request, Reply<pb::Empty> reply) {
+  auto it = containers_.find(request.id());
+  if (it == containers_.end()) return reply(pb::Empty());  // removed already
+  Container& container = *it->second;
+  // Whatever is left dies with the cgroup (cgroup.kill, Linux 5.14).
+  shim::write_file(container.cgroup->paths().unified + "/cgroup.kill", "1", 0644).ignore_error();
+  Status removed = container.cgroup->remove();
+  containers_.erase(it);
+  if (!removed.ok()) return reply.fail(removed);
+  reply(pb::Empty());
+}
+
+void AgentService::guest_stats(Reply<pb::GuestStatsResponse> reply) {
+  pb::GuestStatsResponse response;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t value = 0;
+  std::string unit;
+  while (meminfo >> key >> value >> unit) {
+    if (key == "MemTotal:") response.set_memory_total_bytes(value * 1024);
+    if (key == "MemAvailable:") response.set_memory_available_bytes(value * 1024);
+  }
+  std::string stat;
+  if (shim::read_file("/sys/fs/cgroup/cpu.stat", &stat).ok()) {
+    std::istringstream in(stat);
+    std::uint64_t usec = 0;
+    while (in >> key >> usec) {
+      if (key == "usage_usec") response.set_cpu_usage_usec(usec);
+    }
+  }
+  reply(response);
+}
+
+void AgentService::on_exit(const shim::ProcessExit& exit) {
+  for (auto& [id, container] : containers_) {
+    if (container->init && container->init->pid() == exit.pid && !container->init->exit()) {
+      container->init->exited(exit);
+      return;
+    }
+    for (auto& [exec_id, process] : container->execs) {
+      if (process->pid() == exit.pid && !process->exit()) {
+        process->exited(exit);
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace shim_vm_agent

@@ -1,0 +1,118 @@
+#include "container_plan.h"
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace shim_vm_agent {
+namespace {
+
+namespace json = boost::json;
+
+std::string string_of(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+void read_namespaces(const json::object& linux, shim::SpawnRequest* request) {
+  static constexpr std::pair<std::string_view, int> kTypes[] = {{"pid", CLONE_NEWPID},
+                                                                {"network", CLONE_NEWNET},
+                                                                {"mount", CLONE_NEWNS},
+                                                                {"ipc", CLONE_NEWIPC},
+                                                                {"uts", CLONE_NEWUTS}};
+  const json::value* namespaces = linux.if_contains("namespaces");
+  if (namespaces != nullptr && namespaces->is_array()) {
+    for (const json::value& item : namespaces->get_array()) {
+      if (!item.is_object()) continue;
+      std::string type = string_of(item.get_object(), "type");
+      // A path is a namespace of the host's pod: in the guest the pod is the VM itself.
+      if (!string_of(item.get_object(), "path").empty()) continue;
+      for (const auto& [name, flag] : kTypes) {
+        // The pod's network is the VM's: a container never gets a network of its own.
+        if (name == type && flag != CLONE_NEWNET) request->new_namespaces |= flag;
+      }
+    }
+  }
+  request->new_namespaces |= CLONE_NEWNS;  // its root is pivoted in a mount namespace
+}
+
+std::vector<std::string> options_of(const json::object& mount) {
+  std::vector<std::string> out;
+  const json::value* options = mount.if_contains("options");
+  if (options == nullptr || !options->is_array()) return out;
+  for (const json::value& o : options->get_array()) {
+    if (o.is_string()) out.emplace_back(o.get_string());
+  }
+  return out;
+}
+
+bool under(const std::string& path, std::string_view dir) {
+  return path == dir ||
+         (path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/');
+}
+
+void read_mounts(const json::object& spec, shim::SpawnRequest* request) {
+  const json::value* mounts = spec.if_contains("mounts");
+  if (mounts == nullptr || !mounts->is_array()) return;
+  for (const json::value& item : mounts->get_array()) {
+    if (!item.is_object()) continue;
+    const json::object& m = item.get_object();
+    std::string type = string_of(m, "type");
+    std::string destination = string_of(m, "destination");
+    std::vector<std::string> options = options_of(m);
+    if (type == "proc" && destination == "/proc") {
+      request->mount_proc = true;
+      continue;
+    }
+    if (under(destination, "/dev")) {
+      if (destination == "/dev") request->mount_dev = true;
+      continue;  // pts, shm and mqueue: the fresh /dev has them
+    }
+    if (type == "cgroup" || type == "cgroup2" || under(destination, "/sys/fs/cgroup")) continue;
+    bool bind = type == "bind" || std::count(options.begin(), options.end(), "bind") > 0 ||
+                std::count(options.begin(), options.end(), "rbind") > 0;
+    request->mounts.push_back(
+        {string_of(m, "source"), destination, bind ? "bind" : type, std::move(options)});
+  }
+}
+
+shim::Status with_prefix(const shim::Status& s) {
+  return s.ok() ? s : shim::Status(s.code(), fmt::format("agent: {}", s.message()));
+}
+
+}  // namespace
+
+shim::Status plan_init(const json::object& spec, const std::string& rootfs,
+                       const shim::ProcessStdio& stdio, shim::oci::ProcessSpawn* spawn) {
+  const json::value* process = spec.if_contains("process");
+  if (process == nullptr) return shim::Status(shim::Code::kInvalidArgument, "spec has no process");
+  shim::oci::ProcessTarget target{rootfs, stdio};
+  if (auto s = shim::oci::spawn_request_from_process(*process, target, spawn); !s.ok())
+    return with_prefix(s);
+  shim::SpawnRequest& request = spawn->request;
+  if (const json::value* linux = spec.if_contains("linux"); linux && linux->is_object())
+    read_namespaces(linux->get_object(), &request);
+  else
+    request.new_namespaces = CLONE_NEWNS | CLONE_NEWPID;
+  read_mounts(spec, &request);
+  if ((request.new_namespaces & CLONE_NEWUTS) != 0) request.hostname = string_of(spec, "hostname");
+  request.pivot_root = true;
+  return {};
+}
+
+shim::Status plan_exec(const std::string& process_json, const std::string& rootfs,
+                       const shim::ProcessStdio& stdio, int init_pidfd, int namespaces,
+                       shim::oci::ProcessSpawn* spawn) {
+  shim::oci::ProcessTarget target{rootfs, stdio};
+  if (auto s = shim::oci::spawn_request_from_process(process_json, target, spawn); !s.ok())
+    return with_prefix(s);
+  shim::SpawnRequest& request = spawn->request;
+  request.root.clear();  // joining the mount namespace puts it in the container's root
+  request.join_pidfd = init_pidfd;
+  request.join_namespaces = namespaces;
+  return {};
+}
+
+}  // namespace shim_vm_agent

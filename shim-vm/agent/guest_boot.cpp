@@ -1,0 +1,138 @@
+#include "guest_boot.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "shim/fs.h"
+
+namespace shim_vm_agent {
+namespace {
+
+shim::Status errno_status(std::string_view what) {
+  return shim::Status(shim::Code::kInternal, fmt::format("{}: {}", what, std::strerror(errno)));
+}
+
+shim::Status mount_one(const char* source, const char* target, const char* type,
+                       unsigned long flags, const char* data) {
+  ::mkdir(target, 0755);
+  if (::mount(source, target, type, flags, data) != 0 && errno != EBUSY)
+    return errno_status(fmt::format("mount {} on {}", type, target));
+  return {};
+}
+
+}  // namespace
+
+shim::Status leave_initramfs() {
+  // The running agent stays mapped: its file may go.
+  for (const char* path : {"/init", "/lib/modules"}) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  const char* next = "/newroot";
+  ::mkdir(next, 0755);
+  if (::mount("root", next, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+    return errno_status("mount tmpfs for the new root");
+  if (::chdir(next) != 0) return errno_status("chdir /newroot");
+  if (::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0) return errno_status("move /newroot to /");
+  if (::chroot(".") != 0) return errno_status("chroot");
+  if (::chdir("/") != 0) return errno_status("chdir /");
+  for (const char* dir : {"/dev", "/proc", "/sys", "/run", "/tmp", "/mnt"}) ::mkdir(dir, 0755);
+  return {};
+}
+
+shim::Status mount_kernel_filesystems() {
+  const unsigned long kSafe = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  struct Entry {
+    const char* source;
+    const char* target;
+    const char* type;
+    unsigned long flags;
+    const char* data;
+  };
+  const Entry entries[] = {
+      {"proc", "/proc", "proc", kSafe, nullptr},
+      {"sysfs", "/sys", "sysfs", kSafe, nullptr},
+      {"devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755"},
+      {"devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666"},
+      {"shm", "/dev/shm", "tmpfs", kSafe, "mode=1777"},
+      {"cgroup2", "/sys/fs/cgroup", "cgroup2", kSafe, nullptr},
+      {"run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"},
+      {"tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"},
+  };
+  for (const Entry& e : entries) {
+    if (shim::Status s = mount_one(e.source, e.target, e.type, e.flags, e.data); !s.ok()) return s;
+  }
+  // Containers get cgroups of their own under the root: delegate every controller.
+  std::string controllers;
+  if (shim::read_file("/sys/fs/cgroup/cgroup.controllers", &controllers).ok()) {
+    std::string enable;
+    std::size_t start = 0;
+    while (start < controllers.size()) {
+      std::size_t end = controllers.find_first_of(" \n", start);
+      if (end == std::string::npos) end = controllers.size();
+      if (end > start) enable += fmt::format("+{} ", controllers.substr(start, end - start));
+      start = end + 1;
+    }
+    std::ofstream("/sys/fs/cgroup/cgroup.subtree_control") << enable;
+  }
+  return {};
+}
+
+shim::Status load_modules(const std::string& dir) {
+  std::ifstream order(dir + "/load-order");
+  if (!order) return {};  // a kernel with everything built in
+  std::string name;
+  while (std::getline(order, name)) {
+    if (name.empty()) continue;
+    std::string path = dir + "/" + name;
+    shim::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return errno_status(fmt::format("open module {}", path));
+    if (::syscall(SYS_finit_module, fd.get(), "", 0) != 0 && errno != EEXIST)
+      return errno_status(fmt::format("load module {}", name));
+  }
+  return {};
+}
+
+shim::Status mount_shared(const std::string& tag, const std::string& target) {
+  ::mkdir(target.c_str(), 0755);
+  if (::mount(tag.c_str(), target.c_str(), "virtiofs", MS_NOSUID | MS_NODEV, nullptr) != 0)
+    return errno_status(fmt::format("mount virtiofs {} on {}", tag, target));
+  return {};
+}
+
+shim::Status open_channel(const std::string& name, int timeout_ms, shim::UniqueFd* fd) {
+  namespace fs = std::filesystem;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    std::error_code ec;
+    for (const auto& port : fs::directory_iterator("/sys/class/virtio-ports", ec)) {
+      std::string port_name;
+      if (!shim::read_file((port.path() / "name").string(), &port_name).ok()) continue;
+      while (!port_name.empty() && port_name.back() == '\n') port_name.pop_back();
+      if (port_name != name) continue;
+      std::string device = "/dev/" + port.path().filename().string();
+      *fd = shim::UniqueFd(::open(device.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY));
+      if (fd->get() >= 0) return {};
+      if (errno != ENOENT) return errno_status(fmt::format("open {}", device));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return shim::Status(shim::Code::kNotFound,
+                          fmt::format("no virtio-serial port named {}", name));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace shim_vm_agent

@@ -1,0 +1,34 @@
+// What the agent does as PID 1 of the pod's VM before it serves: the kernel file
+// systems, the modules of the initramfs, the shared directory, the agent channel.
+//
+// Threading: main() only, before the loop runs.
+#pragma once
+
+#include <string>
+
+#include "shim/status.h"
+#include "shim/unique_fd.h"
+
+namespace shim_vm_agent {
+
+// Where the host's shared directory (virtio-fs tag "shared") is mounted in the guest.
+inline constexpr const char* kSharedDir = "/run/shared";
+// The virtio-serial port name of the agent channel.
+inline constexpr const char* kChannelName = "agent";
+
+// Moves the guest's root from the initramfs to a tmpfs, as switch_root does: pivot_root
+// (which a container's start needs) refuses a root on the initial rootfs. The
+// initramfs's files are deleted first, so their memory goes back to the guest.
+shim::Status leave_initramfs();
+// Mounts /proc, /sys, /dev (devtmpfs), /dev/pts, /dev/shm, /sys/fs/cgroup (v2, with its
+// controllers enabled for children), /run and /tmp (tmpfs).
+shim::Status mount_kernel_filesystems();
+// Loads the modules named in `dir`/load-order, in that order, from `dir`.
+shim::Status load_modules(const std::string& dir);
+// Mounts the virtio-fs share `tag` at `target`.
+shim::Status mount_shared(const std::string& tag, const std::string& target);
+// Opens the virtio-serial port named `name` (read/write), waiting up to `timeout_ms` for
+// the device to appear.
+shim::Status open_channel(const std::string& name, int timeout_ms, shim::UniqueFd* fd);
+
+}  // namespace shim_vm_agent

@@ -1,0 +1,326 @@
+#include "pod_vm.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include <boost/asio/post.hpp>
+
+#include "shim/fs.h"
+#include "shim/logger.h"
+#include "shim/process/reaper.h"
+#include "shim/unique_fd.h"
+#include "state_dir.h"
+
+namespace shim_vm {
+
+using shim::Code;
+using shim::Status;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::string_view kHello = "LIBSHIM-AGENT 1\n";
+
+Status sys_error(std::string_view what) {
+  return Status(Code::kInternal, fmt::format("{}: {}", what, std::strerror(errno)));
+}
+
+// The shared directory: a bind mount of itself, shared, so later mounts under it
+// propagate to virtiofsd's namespace (which it makes a slave of this one).
+Status make_shared_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir " + dir);
+  if (::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0)
+    return sys_error("bind mount " + dir);
+  // Private first: a peer of the parent's group would not be a group of its own.
+  if (::mount(nullptr, dir.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+    return sys_error("make " + dir + " private");
+  if (::mount(nullptr, dir.c_str(), nullptr, MS_SHARED, nullptr) != 0)
+    return sys_error("make " + dir + " shared");
+  return {};
+}
+
+Status listen_on(const std::string& path, shim::UniqueFd* out) {
+  shim::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return sys_error("socket");
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path))
+    return Status(Code::kInvalidArgument, fmt::format("socket path {} is too long", path));
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  ::unlink(path.c_str());
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
+    return sys_error("bind " + path);
+  if (::listen(fd.get(), 1) != 0) return sys_error("listen " + path);
+  *out = std::move(fd);
+  return {};
+}
+
+// Spawns on the loop thread (see the header) and waits here.
+Status spawn_from_loop(shim::ServiceContext& context, const shim::SpawnRequest& request,
+                       shim::ClaimedProcess* process) {
+  std::promise<Status> done;
+  auto result = done.get_future();
+  boost::asio::post(context.executor, [&] {
+    done.set_value(context.reaper.spawn_claimed(context.spawner, request, process));
+  });
+  return result.get();
+}
+
+std::string tail_of(const std::string& path, std::size_t max_lines) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    lines.push_back(line);
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& line : lines) out += (out.empty() ? "" : " | ") + line;
+  return out;
+}
+
+// Waits until `fd` is readable or `deadline`; fails early once `exit` says the process ended.
+Status wait_readable(int fd, Clock::time_point deadline, const shim::ExitFuture& exit,
+                     std::string_view what) {
+  for (;;) {
+    if (exit.ready()) {
+      auto e = exit.wait();
+      return Status(Code::kUnavailable,
+                    fmt::format("{}: qemu exited with status {}", what, e ? e->status : -1));
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      return Status(Code::kDeadlineExceeded, fmt::format("{}: timed out", what));
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 100)));
+    if (n < 0 && errno != EINTR) return sys_error(what);
+    if (n > 0) return {};
+  }
+}
+
+Status accept_qemu(int listener, pid_t qemu, Clock::time_point deadline,
+                   const shim::ExitFuture& exit, shim::UniqueFd* out) {
+  if (Status s = wait_readable(listener, deadline, exit, "wait for qemu on the agent socket");
+      !s.ok())
+    return s;
+  shim::UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  if (!fd.valid()) return sys_error("accept on the agent socket");
+  ucred peer{};
+  socklen_t length = sizeof(peer);
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0)
+    return sys_error("SO_PEERCRED");
+  if (peer.pid != qemu) {
+    return Status(Code::kPermissionDenied,
+                  fmt::format("agent socket: peer pid {} is not qemu ({})", peer.pid, qemu));
+  }
+  *out = std::move(fd);
+  return {};
+}
+
+Status read_hello(int fd, Clock::time_point deadline, const shim::ExitFuture& exit) {
+  std::string got;
+  while (got.size() < kHello.size()) {
+    if (Status s = wait_readable(fd, deadline, exit, "wait for the agent"); !s.ok()) return s;
+    char c = 0;
+    ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Status(Code::kUnavailable,
+                    "the agent channel closed before the agent announced itself");
+    got.push_back(c);
+    if (c == '\n') break;
+  }
+  if (got != kHello) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("the agent announced {:?}, want {:?}", got, kHello));
+  }
+  return {};
+}
+
+std::vector<std::string> qemu_argv(const VmSettings& s, const std::string& dir) {
+  std::string memory = fmt::format("{}M", s.memory_mib);
+  return {s.qemu,
+          "-machine",
+          "microvm,memory-backend=mem",
+          "-accel",
+          s.accel == "tcg" ? "tcg,tb-size=16" : "kvm",
+          "-cpu",
+          s.accel == "kvm" ? "host" : "max",
+          "-smp",
+          std::to_string(s.cpus),
+          "-m",
+          memory,
+          "-nodefaults",
+          "-no-user-config",
+          "-display",
+          "none",
+          "-no-reboot",
+          "-serial",
+          "file:" + dir + "/console.log",
+          "-kernel",
+          s.kernel,
+          "-initrd",
+          s.initrd,
+          "-append",
+          kernel_command_line(s),
+          "-global",
+          "virtio-mmio.force-legacy=false",
+          "-object",
+          fmt::format("memory-backend-memfd,id=mem,size={},share=on", memory),
+          "-chardev",
+          fmt::format("socket,id=vfs,path={}/vfs.sock", dir),
+          "-device",
+          "vhost-user-fs-device,chardev=vfs,tag=shared",
+          "-chardev",
+          fmt::format("socket,id=agent,path={}/agent.sock", dir),
+          "-device",
+          "virtio-serial-device,id=vser0",
+          "-device",
+          "virtserialport,bus=vser0.0,chardev=agent,name=agent"};
+}
+
+shim::SpawnRequest daemon_request(std::vector<std::string> argv, int log_fd) {
+  shim::SpawnRequest request;
+  request.path = argv.front();
+  request.argv = std::move(argv);
+  request.fds = {{1, log_fd}, {2, log_fd}};
+  request.new_process_group = true;
+  request.parent_death_signal = SIGKILL;  // the pod dies with its shim
+  return request;
+}
+
+}  // namespace
+
+Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
+                   const std::string& state_dir, std::unique_ptr<PodVm>* out) {
+  std::unique_ptr<PodVm> vm(new PodVm());
+  vm->context_ = &context;
+  vm->settings_ = settings;
+  vm->state_dir_ = state_dir;
+  vm->shared_dir_ = state_dir + "/shared";
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) return Status(Code::kInternal, fmt::format("mkdir {}: {}", state_dir, ec.message()));
+  ::chmod(state_dir.c_str(), 0700);
+  if (Status s = make_shared_dir(vm->shared_dir_); !s.ok()) return s;
+  shim::UniqueFd listener;
+  if (Status s = listen_on(state_dir + "/agent.sock", &listener); !s.ok()) return s;
+  shim::UniqueFd log(
+      ::open((state_dir + "/vm.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!log.valid()) return sys_error("open vm.log");
+
+  auto deadline = Clock::now() + settings.boot_timeout;
+  shim::ClaimedProcess virtiofsd;
+  std::vector<std::string> vfs_argv = {settings.virtiofsd,
+                                       "--socket-path=" + state_dir + "/vfs.sock",
+                                       "-o",
+                                       "source=" + vm->shared_dir_,
+                                       "-o",
+                                       "cache=auto"};
+  if (Status s = spawn_from_loop(context, daemon_request(vfs_argv, log.get()), &virtiofsd); !s.ok())
+    return Status(s.code(), fmt::format("start virtiofsd: {}", s.message()));
+  vm->virtiofsd_pid_ = virtiofsd.pid;
+  vm->virtiofsd_exit_ = virtiofsd.exit;
+  shim::write_file(state_dir + "/virtiofsd.pid", std::to_string(virtiofsd.pid), 0600)
+      .ignore_error();
+  // qemu needs its socket: virtiofsd makes it once it listens.
+  while (::access((state_dir + "/vfs.sock").c_str(), F_OK) != 0) {
+    if (virtiofsd.exit.ready() || Clock::now() > deadline) {
+      return Status(Code::kUnavailable,
+                    fmt::format("virtiofsd did not start: {}", tail_of(state_dir + "/vm.log", 3)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  shim::ClaimedProcess qemu;
+  if (Status s = spawn_from_loop(context, daemon_request(qemu_argv(settings, state_dir), log.get()),
+                                 &qemu);
+      !s.ok())
+    return Status(s.code(), fmt::format("start qemu: {}", s.message()));
+  vm->qemu_pid_ = qemu.pid;
+  vm->qemu_exit_ = qemu.exit;
+  shim::write_file(state_dir + "/qemu.pid", std::to_string(qemu.pid), 0600).ignore_error();
+
+  shim::UniqueFd channel;
+  Status status = accept_qemu(listener.get(), qemu.pid, deadline, qemu.exit, &channel);
+  if (status.ok()) status = read_hello(channel.get(), deadline, qemu.exit);
+  if (!status.ok()) {
+    std::string console = tail_of(state_dir + "/console.log", 5);
+    std::string qemu_log = tail_of(state_dir + "/vm.log", 3);
+    return Status(status.code(), fmt::format("boot the pod's VM ({}): {}; console: {}; qemu: {}",
+                                             settings.accel, status.message(), console, qemu_log));
+  }
+  auto client = shim::ttrpc::TtrpcClient::create(context.executor);
+  std::promise<Status> adopted;
+  client->adopt(channel.release(), [&](Status s) { adopted.set_value(s); });
+  if (Status s = adopted.get_future().get(); !s.ok()) return s;
+  vm->agent_ = std::make_shared<AgentClient>(client);
+  agent::HelloRequest hello;
+  hello.set_version(1);
+  agent::HelloResponse answer;
+  if (Status s = vm->agent_->sync("Hello", hello, &answer); !s.ok()) return s;
+  if (answer.version() != 1) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("the agent speaks protocol version {}, want 1", answer.version()));
+  }
+  vm->kernel_release_ = answer.kernel_release();
+  *out = std::move(vm);
+  return {};
+}
+
+PodVm::~PodVm() { stop(); }
+
+std::string PodVm::guest_path(const std::string& host_path) const {
+  return "/run/shared" + host_path.substr(shared_dir_.size());
+}
+
+void PodVm::on_exit(std::function<void(std::string reason)> callback) {
+  qemu_exit_.async_wait(context_->executor, [this, callback = std::move(callback)](
+                                                std::optional<shim::ProcessExit> exit) {
+    if (stopped_) return;
+    std::string console = tail_of(state_dir_ + "/console.log", 3);
+    callback(fmt::format("the pod's VM ended (qemu exit status {}){}{}", exit ? exit->status : -1,
+                         console.empty() ? "" : "; console: ", console));
+  });
+}
+
+void PodVm::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (agent_) agent_->close();
+  for (pid_t pid : {qemu_pid_, virtiofsd_pid_}) {
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+  if (qemu_exit_.valid()) (void)qemu_exit_.wait_for(std::chrono::seconds(5));
+  if (virtiofsd_exit_.valid()) (void)virtiofsd_exit_.wait_for(std::chrono::seconds(5));
+  remove_state_dir(state_dir_);
+}
+
+void PodVm::clean_up(const std::string& state_dir) {
+  for (const char* name : {"qemu.pid", "virtiofsd.pid"}) {
+    std::string text;
+    if (!shim::read_file(state_dir + "/" + name, &text).ok()) continue;
+    pid_t pid = static_cast<pid_t>(std::strtol(text.c_str(), nullptr, 10));
+    std::string cmdline;
+    // Only a process that is still ours: a recycled pid runs something else.
+    if (pid > 0 && shim::read_file(fmt::format("/proc/{}/cmdline", pid), &cmdline).ok() &&
+        cmdline.find(state_dir) != std::string::npos)
+      ::kill(pid, SIGKILL);
+  }
+  remove_state_dir(state_dir);
+}
+
+}  // namespace shim_vm

@@ -1,0 +1,73 @@
+// PodVm: one pod's micro-VM and what serves it on the host: qemu, the virtio-fs daemon
+// sharing the pod's directory, and the agent channel (a virtio-serial port qemu connects
+// to the shim's own socket, so only qemu reaches it). The guest's PID 1 is the agent; the
+// VM is up once the agent announced itself and answered Hello.
+//
+// The shared directory is a bind mount of itself made "shared", so that the containers'
+// rootfs bind-mounted under it after the VM booted reach virtiofsd's mount namespace
+// (a slave of it) and so the guest.
+//
+// Threading: boot() and stop() block (a pool thread); the agent client is thread-safe.
+// qemu and virtiofsd are spawned from the loop thread: their parent-death signal fires
+// when the spawning *thread* ends, and pool threads retire when idle.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent_client.h"
+#include "shim/process/exit_future.h"
+#include "shim/service_context.h"
+#include "shim/status.h"
+#include "vm_settings.h"
+
+namespace shim_vm {
+
+class PodVm {
+ public:
+  // Boots the VM whose files live in `state_dir` (created; a short path: sockets are
+  // there). Blocks until the agent answered, or fails naming the step, with the end of
+  // the guest's console when the guest got that far.
+  static shim::Status boot(shim::ServiceContext& context, const VmSettings& settings,
+                           const std::string& state_dir, std::unique_ptr<PodVm>* out);
+  ~PodVm();  // stop()
+
+  const std::shared_ptr<AgentClient>& agent() const { return agent_; }
+  const std::string& shared_dir() const { return shared_dir_; }
+  // The guest's path of `host_path`, a path under shared_dir().
+  std::string guest_path(const std::string& host_path) const;
+  const std::string& kernel_release() const { return kernel_release_; }
+  const VmSettings& settings() const { return settings_; }
+  pid_t qemu_pid() const { return qemu_pid_; }
+
+  // Runs `callback` on the loop when qemu ends (a guest that powered off or panicked,
+  // or a killed qemu) with the reason; once.
+  void on_exit(std::function<void(std::string reason)> callback);
+
+  // Kills qemu and virtiofsd, unmounts the shared directory and removes the state dir.
+  void stop();
+
+  // The `delete` action's clean-up after a shim that died: the same from the state dir
+  // alone (pid files, mounts).
+  static void clean_up(const std::string& state_dir);
+
+ private:
+  PodVm() = default;
+
+  shim::ServiceContext* context_ = nullptr;
+  VmSettings settings_;
+  std::string state_dir_;
+  std::string shared_dir_;
+  std::string kernel_release_;
+  pid_t qemu_pid_ = -1;
+  pid_t virtiofsd_pid_ = -1;
+  shim::ExitFuture qemu_exit_;
+  shim::ExitFuture virtiofsd_exit_;
+  std::shared_ptr<AgentClient> agent_;
+  bool stopped_ = false;
+};
+
+}  // namespace shim_vm

@@ -1,0 +1,60 @@
+#include "vm_runtime.h"
+
+#include "shim/logger.h"
+#include "state_dir.h"
+#include "vm_instance.h"
+
+namespace shim_vm {
+
+using shim::Status;
+
+VmRuntime::VmRuntime(shim::ServiceContext& context, std::string kernel, std::string initrd)
+    : context_(context), kernel_(std::move(kernel)), initrd_(std::move(initrd)) {}
+
+VmRuntime::~VmRuntime() {
+  if (vm_) vm_->stop();
+}
+
+Status VmRuntime::vm(PodVm** vm) {
+  std::lock_guard lock(mutex_);
+  if (!failed_.ok()) return failed_;
+  if (vm_) {
+    *vm = vm_.get();
+    return {};
+  }
+  VmSettings settings;
+  if (Status s = vm_settings(kernel_, initrd_, &settings); !s.ok()) return s;
+  auto started = std::chrono::steady_clock::now();
+  std::string dir = pod_state_dir(context_.identity.ns, context_.identity.id);
+  Status booted = PodVm::boot(context_, settings, dir, &vm_);
+  if (!booted.ok()) {
+    vm_.reset();
+    remove_state_dir(dir);
+    // Not kept as failed_: the next Create tries again (a transient resource shortage).
+    return booted;
+  }
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  context_.logger.info("pod VM booted", {{"accel", settings.accel},
+                                         {"accel_reason", settings.accel_reason},
+                                         {"kernel", vm_->kernel_release()},
+                                         {"boot_ms", std::to_string(took.count())},
+                                         {"state_dir", dir}});
+  vm_->on_exit([this](std::string reason) {
+    context_.logger.error("pod VM ended", {{"error", reason}});
+    std::lock_guard lock(mutex_);
+    failed_ = Status(shim::Code::kUnavailable, reason);
+  });
+  *vm = vm_.get();
+  return {};
+}
+
+Status VmRuntime::open(const shim::ContainerConfig& config,
+                       std::unique_ptr<shim::Instance>* instance) {
+  PodVm* vm = nullptr;
+  if (Status s = this->vm(&vm); !s.ok()) return s;
+  *instance = std::make_unique<VmInstance>(context_, config, *vm);
+  return {};
+}
+
+}  // namespace shim_vm

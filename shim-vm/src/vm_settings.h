@@ -1,0 +1,38 @@
+// What a pod's VM is booted with: the programs, the guest's kernel and initramfs, the
+// accelerator, its size. From the environment the shim inherited (containerd's) over the
+// built-in defaults, so an operator can point a node at other files.
+//
+//   LIBSHIM_VM_KERNEL, LIBSHIM_VM_INITRD   the guest kernel and initramfs
+//   LIBSHIM_VM_QEMU, LIBSHIM_VM_VIRTIOFSD  the programs
+//   LIBSHIM_VM_ACCEL                       kvm, tcg, or auto (the default)
+//   LIBSHIM_VM_MEMORY_MIB, LIBSHIM_VM_CPUS the guest's size (256, 1)
+//
+// Threading: plain functions; settings are values.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "shim/status.h"
+
+namespace shim_vm {
+
+struct VmSettings {
+  std::string qemu = "qemu-system-x86_64";
+  std::string virtiofsd = "/usr/lib/qemu/virtiofsd";
+  std::string kernel;
+  std::string initrd;
+  std::string accel;         // "kvm" or "tcg": what boots the guest
+  std::string accel_reason;  // why that one ("auto: /dev/kvm has no vmx/svm CPU")
+  unsigned memory_mib = 256;
+  unsigned cpus = 1;
+  std::chrono::milliseconds boot_timeout{60000};
+};
+
+// The settings for this host: `kernel` and `initrd` are the defaults the build knows.
+shim::Status vm_settings(const std::string& kernel, const std::string& initrd, VmSettings* out);
+
+// The kernel command line for `settings`.
+std::string kernel_command_line(const VmSettings& settings);
+
+}  // namespace shim_vm

@@ -1,0 +1,233 @@
+// containerd-shim-kvm-v1 end to end, under containerd 1.6, 1.7 and 2.1 ([multi-version]):
+// containers run through `ctr run` in a qemu micro-VM per pod (the guest kernel from
+// cmake/fetch-kernel.sh, the initramfs with the agent from the build), on KVM where it
+// can boot the kernel, else TCG. Few cases on purpose: each boots VMs (seconds under
+// TCG). They skip without qemu, virtiofsd or the kernel.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include "support/containerd_fixture.h"
+#include "support/runc_e2e.h"
+
+namespace shim::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kShim = shim_build_dir() + "/shim-vm/containerd-shim-kvm-v1";
+
+std::optional<std::string> vm_unavailable() {
+  if (!fs::exists(LIBSHIM_VM_KERNEL))
+    return fmt::format("no guest kernel at {} (cmake/fetch-kernel.sh)", LIBSHIM_VM_KERNEL);
+  if (!fs::exists(shim_build_dir() + "/shim-vm/initramfs.cpio.gz")) return "no initramfs built";
+  if (::access("/usr/lib/qemu/virtiofsd", X_OK) != 0) return "no /usr/lib/qemu/virtiofsd";
+  if (::system("command -v qemu-system-x86_64 >/dev/null 2>&1") != 0)
+    return "no qemu-system-x86_64";
+  return std::nullopt;
+}
+
+#define SKIP_WITHOUT_VM()                                                \
+  do {                                                                   \
+    LIBSHIM_SKIP_WITHOUT_CONTAINERD();                                   \
+    if (auto unavailable = vm_unavailable()) LIBSHIM_SKIP(*unavailable); \
+  } while (false)
+
+struct VmSetup {
+  PrivateContainerd fx;
+  std::string rootfs = fx.dir() + "/rootfs";
+
+  VmSetup() {
+    make_busybox_rootfs(rootfs);
+    std::ofstream(rootfs + "/etc/message") << "a file in the rootfs\n";
+  }
+
+  std::vector<std::string> run(const std::vector<std::string>& flags, const std::string& id,
+                               const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{"run"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--runtime", fs::canonical(kShim).string()});
+    for (const auto& f : fx.run_flags(/*with_runc_root=*/false)) argv.push_back(f);
+    argv.insert(argv.end(), {"--rootfs", rootfs, id});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  std::string task_status(const std::string& id) const {
+    auto ls = fx.ctr_ok({"task", "ls"});
+    std::istringstream lines(ls.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::string task, pid, status;
+      if (words >> task >> pid >> status && task == id) return status;
+    }
+    return "";
+  }
+  bool wait_status(const std::string& id, const std::string& status) const {
+    for (int i = 0; i < 300; ++i) {
+      if (task_status(id) == status) return true;
+      ::usleep(100'000);
+    }
+    return false;
+  }
+  std::vector<std::string> exec(const std::string& id, const std::string& exec_id,
+                                const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{"task", "exec"};
+    for (const auto& f : fx.run_flags(false)) argv.push_back(f);
+    argv.insert(argv.end(), {"--exec-id", exec_id, id});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+};
+
+TEST_CASE("vm: a container runs in the pod's VM: stdio, exit codes, the guest's kernel",
+          "[vm-e2e][multi-version]") {
+  SKIP_WITHOUT_VM();
+  VmSetup s;
+  auto events = s.fx.subscribe_events();
+
+  auto hello = s.fx.ctr(s.run({"--rm"}, "hello",
+                              {"/bin/sh", "-c",
+                               "echo hello from the guest; echo to stderr >&2; "
+                               "cat /etc/message; exit 3"}),
+                        120s);
+  INFO(s.fx.log_tail());
+  CHECK(hello.exit_code == 3);
+  CHECK(hello.out == "hello from the guest\na file in the rootfs\n");
+  CHECK(hello.err == "to stderr\n");
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"hello\""}, 10s));
+  CHECK(event_topics_for(*events, "hello") ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exit", "/tasks/delete"});
+
+  // The container's kernel is the guest's, not the host's.
+  std::string guest_release;
+  std::ifstream(fs::path(LIBSHIM_VM_KERNEL).parent_path() / "release") >> guest_release;
+  auto uname = s.fx.ctr(s.run({"--rm"}, "uname", {"/bin/uname", "-r"}), 120s);
+  CHECK(uname.exit_code == 0);
+  CHECK(uname.out == guest_release + "\n");
+  struct utsname host {};
+  REQUIRE(::uname(&host) == 0);
+  CHECK(uname.out != std::string(host.release) + "\n");
+
+  // stdin round trip, and over 16 MiB of stdout, byte-exact.
+  std::string input;
+  for (int i = 0; i < 20000; ++i) input += fmt::format("line {}\n", i);
+  auto cat = s.fx.ctr(s.run({"--rm"}, "cat", {"/bin/cat"}), 120s, input);
+  CHECK(cat.exit_code == 0);
+  CHECK(cat.out == input);
+  std::string expected;
+  for (int i = 1; i <= 2300000; ++i) expected += fmt::format("{}\n", i);
+  auto big = s.fx.ctr(s.run({"--rm"}, "big", {"/bin/seq", "1", "2300000"}), 300s);
+  CHECK(big.exit_code == 0);
+  CHECK(big.out.size() == expected.size());
+  CHECK((big.out == expected));
+}
+
+// The shim daemon of task `id`: the process whose command line names this containerd and
+// the task, and is not the `start` action.
+int shim_pid_of(const PrivateContainerd& fx, const std::string& id) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(fx.grpc_address()) != std::string::npos &&
+        cmdline.find(std::string("-id") + '\0' + id) != std::string::npos &&
+        cmdline.find("start") == std::string::npos) {
+      return std::stoi(entry.path().filename().string());
+    }
+  }
+  return 0;
+}
+
+// The qemu processes whose command line names the VM state dir of this containerd's pods.
+std::vector<int> qemu_pids() {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find("/run/libshim-vm/") != std::string::npos &&
+        (cmdline.starts_with("qemu-system") || cmdline.find("virtiofsd") != std::string::npos))
+      pids.push_back(std::stoi(entry.path().filename().string()));
+  }
+  return pids;
+}
+
+TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][multi-version]") {
+  SKIP_WITHOUT_VM();
+  VmSetup s;
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/bin/sleep", "3600"}), 120s).ok());
+  REQUIRE(s.wait_status("spin", "RUNNING"));
+
+  auto exec = s.fx.ctr(s.exec("spin", "e1", {"/bin/sh", "-c", "cat /etc/message; exit 7"}));
+  CHECK(exec.exit_code == 7);
+  CHECK(exec.out == "a file in the rootfs\n");
+  // An exec sees the container's processes (its pid namespace): sleep is PID 1 there.
+  auto ps = s.fx.ctr(s.exec("spin", "e2", {"/bin/cat", "/proc/1/cmdline"}));
+  CHECK(ps.out == std::string("/bin/sleep\0"
+                              "3600\0",
+                              16));
+
+  // A signalled exec ends with 128 + the signal; its TaskExit says so.
+  auto events = s.fx.subscribe_events();
+  REQUIRE(
+      s.fx.ctr_ok({"task", "exec", "-d", "--exec-id", "e3", "spin", "/bin/sleep", "3600"}).ok());
+  REQUIRE(events->wait_for_line({"/tasks/exec-started", "\"e3\""}, 30s));
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "TERM", "--exec-id", "e3", "spin"}).ok());
+  auto e3_exit = events->wait_for_line({"/tasks/exit", "\"e3\""}, 30s);
+  REQUIRE(e3_exit);
+  CHECK(e3_exit->find("\"exit_status\":143") != std::string::npos);
+
+  REQUIRE(s.fx.ctr_ok({"task", "pause", "spin"}).ok());
+  CHECK(s.task_status("spin") == "PAUSED");
+  REQUIRE(s.fx.ctr_ok({"task", "resume", "spin"}).ok());
+  CHECK(s.task_status("spin") == "RUNNING");
+  auto pids = s.fx.ctr_ok({"task", "ps", "spin"});
+  CHECK(pids.out.find("PID") != std::string::npos);
+
+  // Across a containerd restart the shim still serves the task.
+  s.fx.restart();
+  CHECK(s.task_status("spin") == "RUNNING");
+  events = s.fx.subscribe_events();
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "spin"}).ok());
+  auto exit = events->wait_for_line({"/tasks/exit", "\"spin\""}, 30s);
+  REQUIRE(exit);
+  CHECK(exit->find("\"exit_status\":137") != std::string::npos);
+  REQUIRE(s.wait_status("spin", "STOPPED"));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "spin"}).ok());
+}
+
+TEST_CASE("vm: a SIGKILLed shim takes its VM along; delete leaves nothing mounted",
+          "[vm-e2e][multi-version]") {
+  SKIP_WITHOUT_VM();
+  VmSetup s;
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "victim", {"/bin/sleep", "3600"}), 120s).ok());
+  REQUIRE(s.wait_status("victim", "RUNNING"));
+  int shim = shim_pid_of(s.fx, "victim");
+  REQUIRE(shim > 0);
+  REQUIRE_FALSE(qemu_pids().empty());
+  REQUIRE(::kill(shim, SIGKILL) == 0);
+  // containerd sees the shim gone, runs `delete` and marks the task stopped.
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = qemu_pids().empty() && s.task_status("victim") != "RUNNING";
+    if (!gone) ::usleep(100'000);
+  }
+  CHECK(gone);
+  s.fx.ctr({"task", "rm", "victim"});
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
+  CHECK(text.find("/run/libshim-vm/") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace shim::test
