@@ -36,9 +36,10 @@ std::string cgroup_path_of(const std::string& id) { return "/containers/" + id; 
 }  // namespace
 
 AgentService::AgentService(boost::asio::any_io_executor executor, shim::Reaper& reaper,
-                           shim::Spawner& spawner)
-    : executor_(std::move(executor)),
+                           shim::Spawner& spawner, shim::Logger logger)
+    : executor_(executor),
       spawner_(spawner),
+      oom_(executor, std::move(logger), [this](const std::string& id) { on_oom(id); }),
       exits_(reaper.subscribe([this](const shim::ProcessExit& exit) { on_exit(exit); })) {}
 
 AgentService::~AgentService() = default;
@@ -89,6 +90,11 @@ void AgentService::register_on(shim::ttrpc::Router& router) {
   add("RemoveContainer",
       typed_handler<pb::ContainerRequest, pb::Empty>(
           [this](const auto&, auto request, auto reply) { remove(request, reply); }));
+  add("ContainerStats",
+      typed_handler<pb::ContainerRequest, pb::ContainerStatsResponse>(
+          [this](const auto&, auto request, auto reply) { stats(request, reply); }));
+  add("NextOom", typed_handler<pb::Empty, pb::OomEvent>(
+                     [this](const auto&, auto, auto reply) { next_oom(reply); }));
   add("GuestStats", typed_handler<pb::Empty, pb::GuestStatsResponse>(
                         [this](const auto&, auto, auto reply) { guest_stats(reply); }));
 }
@@ -190,6 +196,7 @@ void AgentService::create(pb::CreateContainerRequest request, Reply<pb::ProcessR
   }
   pb::ProcessResponse response;
   response.set_pid(static_cast<std::uint32_t>(container->init->pid()));
+  oom_.add(request.id(), container->cgroup->paths()).ignore_error();  // logged by the watcher
   containers_[request.id()] = std::move(container);
   reply(response);
 }
@@ -341,6 +348,7 @@ void AgentService::remove(pb::ContainerRequest request, Reply<pb::Empty> reply) 
   auto it = containers_.find(request.id());
   if (it == containers_.end()) return reply(pb::Empty());  // removed already
   Container& container = *it->second;
+  oom_.remove(request.id());
   // Whatever is left dies with the cgroup (cgroup.kill, Linux 5.14).
   shim::write_file(container.cgroup->paths().unified + "/cgroup.kill", "1", 0644).ignore_error();
   Status removed = container.cgroup->remove();
@@ -370,9 +378,45 @@ void AgentService::guest_stats(Reply<pb::GuestStatsResponse> reply) {
   reply(response);
 }
 
+void AgentService::stats(pb::ContainerRequest request, Reply<pb::ContainerStatsResponse> reply) {
+  Container* container = nullptr;
+  if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  shim::pb::Any metrics;
+  if (Status s = shim::collect_metrics_any(shim::CgroupFs{}, &container->cgroup->paths(), &metrics);
+      !s.ok())
+    return reply.fail(s);
+  pb::ContainerStatsResponse response;
+  response.set_type_url(metrics.type_url());
+  response.set_value(metrics.value());
+  reply(response);
+}
+
+void AgentService::on_oom(const std::string& id) {
+  if (oom_waiters_.empty()) {
+    ooms_.push_back(id);
+    return;
+  }
+  pb::OomEvent event;
+  event.set_id(id);
+  oom_waiters_.front()(event);
+  oom_waiters_.erase(oom_waiters_.begin());
+}
+
+void AgentService::next_oom(Reply<pb::OomEvent> reply) {
+  if (ooms_.empty()) {
+    oom_waiters_.push_back(std::move(reply));
+    return;
+  }
+  pb::OomEvent event;
+  event.set_id(ooms_.front());
+  ooms_.pop_front();
+  reply(event);
+}
+
 void AgentService::on_exit(const shim::ProcessExit& exit) {
   for (auto& [id, container] : containers_) {
     if (container->init && container->init->pid() == exit.pid && !container->init->exit()) {
+      oom_.check(id);  // its OOM kill is answered before its exit
       container->init->exited(exit);
       return;
     }

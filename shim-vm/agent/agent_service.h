@@ -16,6 +16,8 @@
 
 #include "guest_process.h"
 #include "shim/linux/container_cgroup.h"
+#include "shim/linux/oom_watcher.h"
+#include "shim/logger.h"
 #include "shim/oci/process_spec.h"
 #include "shim/process/reaper.h"
 #include "shim/process/spawner.h"
@@ -30,7 +32,8 @@ namespace pb = libshim::vm::agent::v1;
 
 class AgentService {
  public:
-  AgentService(boost::asio::any_io_executor executor, shim::Reaper& reaper, shim::Spawner& spawner);
+  AgentService(boost::asio::any_io_executor executor, shim::Reaper& reaper, shim::Spawner& spawner,
+               shim::Logger logger);
   ~AgentService();
 
   // Registers the Agent service's methods on `router`; `this` must outlive it.
@@ -62,6 +65,9 @@ class AgentService {
   void resize(pb::ResizeTerminalRequest request, Reply<pb::Empty> reply);
   void pause(pb::ContainerRequest request, Reply<pb::Empty> reply, bool frozen);
   void pids(pb::ContainerRequest request, Reply<pb::ContainerPidsResponse> reply);
+  void stats(pb::ContainerRequest request, Reply<pb::ContainerStatsResponse> reply);
+  void next_oom(Reply<pb::OomEvent> reply);
+  void on_oom(const std::string& id);
   void remove(pb::ContainerRequest request, Reply<pb::Empty> reply);
   void guest_stats(Reply<pb::GuestStatsResponse> reply);
 
@@ -75,6 +81,9 @@ class AgentService {
   boost::asio::any_io_executor executor_;
   shim::Spawner& spawner_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
+  shim::OomWatcher oom_;
+  std::deque<std::string> ooms_;                  // OOM kills not asked for yet
+  std::vector<Reply<pb::OomEvent>> oom_waiters_;  // NextOom calls waiting for one
   shim::Subscription exits_;
 };
 

@@ -15,6 +15,8 @@
 
 #include "agent_service.h"
 #include "guest_boot.h"
+#include "shim/clock.h"
+#include "shim/logger.h"
 #include "shim/process/process_services.h"
 #include "shim/ttrpc/stream_server.h"
 
@@ -58,7 +60,12 @@ int main() {
   std::unique_ptr<shim::Reaper> reaper;
   if (shim::Status s = shim::start_signalfd_reaper(loop.get_executor(), &reaper); !s.ok()) fail(s);
   auto spawner = shim::make_posix_spawner();
-  AgentService service(loop.get_executor(), *reaper, *spawner);
+  shim::SystemClock clock;
+  shim::Logger logger(std::make_shared<shim::CallbackLogSink>([](std::string_view line) {
+                        std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+                      }),
+                      clock);
+  AgentService service(loop.get_executor(), *reaper, *spawner, logger);
   shim::ttrpc::Router router;
   service.register_on(router);
   shim::ttrpc::StreamServer server(loop.get_executor(), std::move(router));

@@ -277,8 +277,36 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
                   fmt::format("the agent speaks protocol version {}, want 1", answer.version()));
   }
   vm->kernel_release_ = answer.kernel_release();
+  vm->next_oom();
   *out = std::move(vm);
   return {};
+}
+
+void PodVm::watch_oom(const std::string& id, std::shared_ptr<shim::InstanceEvents> events) {
+  std::lock_guard lock(oom_mutex_);
+  oom_events_[id] = std::move(events);
+}
+
+void PodVm::forget_oom(const std::string& id) {
+  std::lock_guard lock(oom_mutex_);
+  oom_events_.erase(id);
+}
+
+// The agent's reports hold no reference to this PodVm beyond its life: stop() closes the
+// client first, which fails the call in flight, and a failed call ends the loop.
+void PodVm::next_oom() {
+  agent_->async<agent::OomEvent>("NextOom", agent::Empty(),
+                                 [this](Status status, agent::OomEvent event) {
+                                   if (!status.ok() || stopped_) return;
+                                   std::shared_ptr<shim::InstanceEvents> events;
+                                   {
+                                     std::lock_guard lock(oom_mutex_);
+                                     auto it = oom_events_.find(event.id());
+                                     if (it != oom_events_.end()) events = it->second;
+                                   }
+                                   if (events) events->out_of_memory();
+                                   next_oom();
+                                 });
 }
 
 PodVm::~PodVm() { stop(); }

@@ -14,11 +14,15 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "agent_client.h"
+#include "shim/instance_events.h"
 #include "shim/process/exit_future.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
@@ -43,6 +47,10 @@ class PodVm {
   const VmSettings& settings() const { return settings_; }
   pid_t qemu_pid() const { return qemu_pid_; }
 
+  // Where the OOM kills the agent reports for container `id` go (until forgotten).
+  void watch_oom(const std::string& id, std::shared_ptr<shim::InstanceEvents> events);
+  void forget_oom(const std::string& id);
+
   // Runs `callback` on the loop when qemu ends (a guest that powered off or panicked,
   // or a killed qemu) with the reason; once.
   void on_exit(std::function<void(std::string reason)> callback);
@@ -56,6 +64,8 @@ class PodVm {
 
  private:
   PodVm() = default;
+  // Asks the agent for the next OOM kill, again and again while the agent answers.
+  void next_oom();
 
   shim::ServiceContext* context_ = nullptr;
   VmSettings settings_;
@@ -67,7 +77,9 @@ class PodVm {
   shim::ExitFuture qemu_exit_;
   shim::ExitFuture virtiofsd_exit_;
   std::shared_ptr<AgentClient> agent_;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};
+  std::mutex oom_mutex_;
+  std::map<std::string, std::shared_ptr<shim::InstanceEvents>> oom_events_;
 };
 
 }  // namespace shim_vm

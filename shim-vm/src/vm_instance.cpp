@@ -146,6 +146,7 @@ Status VmInstance::create(const shim::ProcessStdio& stdio, std::uint32_t* pid) {
   if (Status s = vm_.agent()->sync("CreateContainer", request, &response); !s.ok()) return s;
   relay->set_pid(response.pid());
   relay->start();
+  vm_.watch_oom(config_.id, config_.events);
   {
     std::lock_guard lock(mutex_);
     relays_[""] = relay;
@@ -215,6 +216,7 @@ Status VmInstance::remove() {
   agent::ContainerRequest request;
   request.set_id(config_.id);
   Status removed = vm_.agent()->sync<agent::Empty>("RemoveContainer", request, nullptr);
+  vm_.forget_oom(config_.id);
   {
     std::lock_guard lock(mutex_);
     for (auto& [exec_id, relay] : relays_) relay->stop();
@@ -244,6 +246,20 @@ Status VmInstance::pids(std::vector<std::uint32_t>* pids) {
   agent::ContainerPidsResponse response;
   if (Status s = vm_.agent()->sync("ContainerPids", request, &response); !s.ok()) return s;
   pids->assign(response.pids().begin(), response.pids().end());
+  return {};
+}
+
+}  // namespace shim_vm
+
+namespace shim_vm {
+
+Status VmInstance::stats(shim::pb::Any* metrics) {
+  agent::ContainerRequest request;
+  request.set_id(config_.id);
+  agent::ContainerStatsResponse response;
+  if (Status s = vm_.agent()->sync("ContainerStats", request, &response); !s.ok()) return s;
+  metrics->set_type_url(response.type_url());
+  metrics->set_value(response.value());
   return {};
 }
 

@@ -35,6 +35,8 @@ class VmInstance final : public shim::Instance {
   shim::Status pause() override;
   shim::Status resume() override;
   shim::Status pids(std::vector<std::uint32_t>* pids) override;
+  // The container's cgroup in the guest (v2 metrics), as the agent reads it.
+  shim::Status stats(shim::pb::Any* metrics) override;
 
  private:
   // Bind-mounts the rootfs and the spec's bind sources into the shared directory and

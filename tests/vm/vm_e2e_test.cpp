@@ -193,6 +193,10 @@ TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][
   CHECK(s.task_status("spin") == "RUNNING");
   auto pids = s.fx.ctr_ok({"task", "ps", "spin"});
   CHECK(pids.out.find("PID") != std::string::npos);
+  // Metrics are the container's cgroup v2 in the guest, whatever the host's version.
+  auto metrics = s.fx.ctr_ok({"task", "metrics", "spin"});
+  CHECK(metrics.out.find("pids.current") != std::string::npos);
+  CHECK(metrics.out.find("cpu.usage_usec") != std::string::npos);
 
   // Across a containerd restart the shim still serves the task.
   s.fx.restart();
@@ -204,6 +208,23 @@ TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][
   CHECK(exit->find("\"exit_status\":137") != std::string::npos);
   REQUIRE(s.wait_status("spin", "STOPPED"));
   REQUIRE(s.fx.ctr_ok({"task", "rm", "spin"}).ok());
+}
+
+TEST_CASE("vm: an OOM kill inside the guest: TaskOOM before TaskExit", "[vm-e2e][multi-version]") {
+  SKIP_WITHOUT_VM();
+  VmSetup s;
+  auto events = s.fx.subscribe_events();
+  // 64 MiB held by the shell in a 32 MiB cgroup (the guest has 128 MiB).
+  auto oom =
+      s.fx.ctr(s.run({"--rm", "--memory-limit", std::to_string(32u << 20)}, "oom",
+                     {"/bin/sh", "-c", "x=$(/bin/yes | /bin/head -c 67108864); echo survived"}),
+               120s);
+  CHECK(oom.exit_code == 137);
+  CHECK(oom.out.empty());
+  REQUIRE(events->wait_for_line({"/tasks/delete", "\"oom\""}, 10s));
+  CHECK(event_topics_for(*events, "oom") ==
+        std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
+                                 "/tasks/delete"});
 }
 
 TEST_CASE("vm: a SIGKILLed shim takes its VM along; delete leaves nothing mounted",
