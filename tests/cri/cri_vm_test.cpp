@@ -1,0 +1,99 @@
+// The VM runtime class under CRI (containerd 1.6, 1.7, 2.1): a RuntimeClass handler `kvm`
+// (runtime_type io.containerd.kvm.v1) whose pods each run in one qemu micro-VM of one
+// containerd-shim-kvm-v1: the pause container and two more in the same guest, exit codes
+// and CRI logs, ExecSync, stats, the guest's kernel, and nothing left after teardown.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "cri_env.h"
+#include "cri_host.h"
+#include "cri_pod.h"
+#include "support/wait_until.h"
+
+namespace shim::test::cri {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::optional<std::string> vm_unavailable() {
+  if (!fs::exists(LIBSHIM_CRI_VM_KERNEL))
+    return std::string("no guest kernel (cmake/fetch-kernel.sh)");
+  if (!fs::exists(LIBSHIM_CRI_VM_INITRD)) return std::string("no initramfs built");
+  if (!fs::exists(LIBSHIM_CRI_VM_SHIM)) return std::string(LIBSHIM_CRI_VM_SHIM) + " not built";
+  if (::access("/usr/lib/qemu/virtiofsd", X_OK) != 0) return std::string("no virtiofsd");
+  return std::nullopt;
+}
+
+// The qemu processes of pods (their command line names a VM state dir).
+std::size_t vm_count() {
+  std::size_t count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.starts_with("qemu-system") && cmdline.find("/run/libshim-vm/") != std::string::npos)
+      ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync, stats",
+          "[cri][multi-version][vm]") {
+  LIBSHIM_SKIP_WITHOUT_CRI();
+  if (auto why = vm_unavailable()) LIBSHIM_SKIP(*why);
+  TempDir work("lscri-");
+  ImageTarballs images = build_image_tarballs(work.sub("images"));
+  // 1.6 ignores runtime_path: containerd-shim-kvm-v1 is found on PATH (runtime_type).
+  const std::string shim = fs::canonical(LIBSHIM_CRI_VM_SHIM).string();
+  CriDaemon daemon({{"kvm", shim, "", "io.containerd.kvm.v1"}},
+                   {fs::path(shim).parent_path().string()}, images);
+  CriClient& client = daemon.client();
+  std::size_t vms_before = vm_count();
+
+  Pod pod;
+  pod.config = pod_config(daemon, unique_name("vm", Side::ours));
+  fs::create_directories(pod.config.log_directory());
+  pod.id = client.run_pod(pod.config, "kvm");
+  std::vector<ShimProcess> shims = shim_processes(daemon.fx().grpc_address());
+  REQUIRE(shims.size() == 1);
+  CHECK(vm_count() == vms_before + 1);
+
+  // A container that exits: its code and its log, from the guest's kernel.
+  std::string release;
+  std::ifstream(fs::path(LIBSHIM_CRI_VM_KERNEL).parent_path() / "release") >> release;
+  v1::ContainerConfig hello = container_config(
+      "hello", {"/bin/sh", "-c", "echo hello from $(uname -r); echo to stderr >&2; exit 3"});
+  std::string hello_id = run_container(client, pod, hello);
+  v1::ContainerStatus exited = wait_exited(client, hello_id, 120s);
+  CHECK(exited.exit_code() == 3);
+  CHECK(exited.reason() == "Error");
+  wait_log_contains(log_path(pod, hello), "to stderr");
+  std::vector<CriLogEntry> log = parse_cri_log(read_file(log_path(pod, hello)));
+  CHECK(cri_log_payload(log, "stdout") == "hello from " + release + "\n");
+  CHECK(cri_log_payload(log, "stderr") == "to stderr\n");
+
+  // A running container: ExecSync and stats, in the same VM.
+  v1::ContainerConfig spin = container_config("spin", {"/bin/sleep", "3600"});
+  std::string spin_id = run_container(client, pod, spin);
+  v1::ExecSyncResponse exec = client.exec_sync(spin_id, {"/bin/sh", "-c", "echo out; exit 4"}, 60);
+  CHECK(exec.exit_code() == 4);
+  CHECK(exec.stdout() == "out\n");
+  v1::ContainerStats stats = client.container_stats(spin_id);
+  CHECK(stats.has_memory());
+  CHECK(stats.has_cpu());
+  CHECK(vm_count() == vms_before + 1);
+  CHECK(shim_processes(daemon.fx().grpc_address()).size() == 1);
+
+  // The pod stops and goes, and its VM with it.
+  remove_pod(client, pod);
+  CHECK(wait_until([&] { return shim_processes(daemon.fx().grpc_address()).empty(); }, 30s));
+  CHECK(wait_until([&] { return vm_count() == vms_before; }, 10s));
+}
+
+}  // namespace shim::test::cri
