@@ -277,36 +277,36 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
                   fmt::format("the agent speaks protocol version {}, want 1", answer.version()));
   }
   vm->kernel_release_ = answer.kernel_release();
-  vm->next_oom();
+  next_oom(vm->agent_, vm->shared_);
   *out = std::move(vm);
   return {};
 }
 
 void PodVm::watch_oom(const std::string& id, std::shared_ptr<shim::InstanceEvents> events) {
-  std::lock_guard lock(oom_mutex_);
-  oom_events_[id] = std::move(events);
+  std::lock_guard lock(shared_->mutex);
+  shared_->oom_events[id] = std::move(events);
 }
 
 void PodVm::forget_oom(const std::string& id) {
-  std::lock_guard lock(oom_mutex_);
-  oom_events_.erase(id);
+  std::lock_guard lock(shared_->mutex);
+  shared_->oom_events.erase(id);
 }
 
-// The agent's reports hold no reference to this PodVm beyond its life: stop() closes the
-// client first, which fails the call in flight, and a failed call ends the loop.
-void PodVm::next_oom() {
-  agent_->async<agent::OomEvent>("NextOom", agent::Empty(),
-                                 [this](Status status, agent::OomEvent event) {
-                                   if (!status.ok() || stopped_) return;
-                                   std::shared_ptr<shim::InstanceEvents> events;
-                                   {
-                                     std::lock_guard lock(oom_mutex_);
-                                     auto it = oom_events_.find(event.id());
-                                     if (it != oom_events_.end()) events = it->second;
-                                   }
-                                   if (events) events->out_of_memory();
-                                   next_oom();
-                                 });
+// stop() closes the client, which fails the call in flight and so ends the loop.
+void PodVm::next_oom(std::shared_ptr<AgentClient> agent, std::shared_ptr<Shared> shared) {
+  agent->async<agent::OomEvent>(
+      "NextOom", agent::Empty(),
+      [agent, shared](Status status, agent::OomEvent event) {
+        if (!status.ok() || shared->stopped) return;
+        std::shared_ptr<shim::InstanceEvents> events;
+        {
+          std::lock_guard lock(shared->mutex);
+          auto it = shared->oom_events.find(event.id());
+          if (it != shared->oom_events.end()) events = it->second;
+        }
+        if (events) events->out_of_memory();
+        next_oom(agent, shared);
+      });
 }
 
 PodVm::~PodVm() { stop(); }
@@ -316,24 +316,24 @@ std::string PodVm::guest_path(const std::string& host_path) const {
 }
 
 void PodVm::on_exit(std::function<void(std::string reason)> callback) {
-  qemu_exit_.async_wait(context_->executor, [this, callback = std::move(callback)](
+  qemu_exit_.async_wait(context_->executor, [shared = shared_, dir = state_dir_,
+                                             callback = std::move(callback)](
                                                 std::optional<shim::ProcessExit> exit) {
-    if (stopped_) return;
-    std::string console = tail_of(state_dir_ + "/console.log", 3);
+    if (shared->stopped) return;
+    std::string console = tail_of(dir + "/console.log", 3);
     callback(fmt::format("the pod's VM ended (qemu exit status {}){}{}", exit ? exit->status : -1,
                          console.empty() ? "" : "; console: ", console));
   });
 }
 
+// No wait for their exits: the shim may be ending (its loop, which reaps, stopped); the
+// share is unmounted lazily whoever still holds it.
 void PodVm::stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  if (shared_->stopped.exchange(true)) return;
   if (agent_) agent_->close();
   for (pid_t pid : {qemu_pid_, virtiofsd_pid_}) {
     if (pid > 0) ::kill(pid, SIGKILL);
   }
-  if (qemu_exit_.valid()) (void)qemu_exit_.wait_for(std::chrono::seconds(5));
-  if (virtiofsd_exit_.valid()) (void)virtiofsd_exit_.wait_for(std::chrono::seconds(5));
   remove_state_dir(state_dir_);
 }
 

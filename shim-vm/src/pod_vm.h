@@ -64,8 +64,14 @@ class PodVm {
 
  private:
   PodVm() = default;
-  // Asks the agent for the next OOM kill, again and again while the agent answers.
-  void next_oom();
+  // What the callbacks on the loop share with this object: they may run after it is gone.
+  struct Shared {
+    std::atomic<bool> stopped{false};
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<shim::InstanceEvents>> oom_events;
+  };
+  // Asks `agent` for the next OOM kill, again and again while it answers.
+  static void next_oom(std::shared_ptr<AgentClient> agent, std::shared_ptr<Shared> shared);
 
   shim::ServiceContext* context_ = nullptr;
   VmSettings settings_;
@@ -77,9 +83,7 @@ class PodVm {
   shim::ExitFuture qemu_exit_;
   shim::ExitFuture virtiofsd_exit_;
   std::shared_ptr<AgentClient> agent_;
-  std::atomic<bool> stopped_{false};
-  std::mutex oom_mutex_;
-  std::map<std::string, std::shared_ptr<shim::InstanceEvents>> oom_events_;
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 
 }  // namespace shim_vm
