@@ -379,11 +379,16 @@ void AgentService::guest_stats(Reply<pb::GuestStatsResponse> reply) {
 }
 
 void AgentService::stats(pb::ContainerRequest request, Reply<pb::ContainerStatsResponse> reply) {
-  Container* container = nullptr;
-  if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+  // No id: the guest's root cgroup, everything the pod's VM runs.
+  shim::CgroupPaths root{.version = shim::CgroupVersion::kV2, .unified = "/sys/fs/cgroup"};
+  const shim::CgroupPaths* paths = &root;
+  if (!request.id().empty()) {
+    Container* container = nullptr;
+    if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
+    paths = &container->cgroup->paths();
+  }
   shim::pb::Any metrics;
-  if (Status s = shim::collect_metrics_any(shim::CgroupFs{}, &container->cgroup->paths(), &metrics);
-      !s.ok())
+  if (Status s = shim::collect_metrics_any(shim::CgroupFs{}, paths, &metrics); !s.ok())
     return reply.fail(s);
   pb::ContainerStatsResponse response;
   response.set_type_url(metrics.type_url());

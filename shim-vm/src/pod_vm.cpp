@@ -294,19 +294,18 @@ void PodVm::forget_oom(const std::string& id) {
 
 // stop() closes the client, which fails the call in flight and so ends the loop.
 void PodVm::next_oom(std::shared_ptr<AgentClient> agent, std::shared_ptr<Shared> shared) {
-  agent->async<agent::OomEvent>(
-      "NextOom", agent::Empty(),
-      [agent, shared](Status status, agent::OomEvent event) {
-        if (!status.ok() || shared->stopped) return;
-        std::shared_ptr<shim::InstanceEvents> events;
-        {
-          std::lock_guard lock(shared->mutex);
-          auto it = shared->oom_events.find(event.id());
-          if (it != shared->oom_events.end()) events = it->second;
-        }
-        if (events) events->out_of_memory();
-        next_oom(agent, shared);
-      });
+  agent->async<agent::OomEvent>("NextOom", agent::Empty(),
+                                [agent, shared](Status status, agent::OomEvent event) {
+                                  if (!status.ok() || shared->stopped) return;
+                                  std::shared_ptr<shim::InstanceEvents> events;
+                                  {
+                                    std::lock_guard lock(shared->mutex);
+                                    auto it = shared->oom_events.find(event.id());
+                                    if (it != shared->oom_events.end()) events = it->second;
+                                  }
+                                  if (events) events->out_of_memory();
+                                  next_oom(agent, shared);
+                                });
 }
 
 PodVm::~PodVm() { stop(); }

@@ -3,11 +3,21 @@
 #include "shim/action_context.h"
 #include "state_dir.h"
 #include "vm_runtime.h"
+#include "vm_sandbox.h"
 
 namespace shim_vm {
 
 std::unique_ptr<shim::Runtime> VmManager::create_runtime(shim::ServiceContext& context) {
-  return std::make_unique<VmRuntime>(context, kernel_, initrd_);
+  auto runtime = std::make_unique<VmRuntime>(context, kernel_, initrd_);
+  runtime_ = runtime.get();
+  return runtime;
+}
+
+// Called after create_task_service(), so after create_runtime(); both live as long as
+// the daemon.
+std::unique_ptr<shim::SandboxRuntime> VmManager::create_sandbox_runtime(shim::ServiceContext&) {
+  if (runtime_ == nullptr) return nullptr;
+  return std::make_unique<VmSandboxRuntime>(*runtime_);
 }
 
 shim::Status VmManager::cleanup(const shim::ActionContext& context, std::int64_t* init_pid) {

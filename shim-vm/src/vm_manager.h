@@ -21,12 +21,16 @@ class VmManager final : public shim::RuntimeManager {
 
   std::string name() const override { return kRuntimeName; }
   std::unique_ptr<shim::Runtime> create_runtime(shim::ServiceContext& context) override;
+  // containerd 2.x's sandbox API: StartSandbox boots the same runtime's VM.
+  std::unique_ptr<shim::SandboxRuntime> create_sandbox_runtime(
+      shim::ServiceContext& context) override;
   // After a shim that died: its VM's processes and the container's share.
   shim::Status cleanup(const shim::ActionContext& context, std::int64_t* init_pid) override;
 
  private:
   std::string kernel_;
   std::string initrd_;
+  class VmRuntime* runtime_ = nullptr;  // create_runtime()'s, which the task service owns
 };
 
 }  // namespace shim_vm

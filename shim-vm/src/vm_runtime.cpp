@@ -49,6 +49,20 @@ Status VmRuntime::vm(PodVm** vm) {
   return {};
 }
 
+Status VmRuntime::running_vm(PodVm** vm) {
+  std::lock_guard lock(mutex_);
+  if (!failed_.ok()) return failed_;
+  if (!vm_) return Status(shim::Code::kFailedPrecondition, "the pod's VM is not booted");
+  *vm = vm_.get();
+  return {};
+}
+
+void VmRuntime::stop_vm(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  if (failed_.ok()) failed_ = Status(shim::Code::kFailedPrecondition, reason);
+  if (vm_) vm_->stop();
+}
+
 Status VmRuntime::open(const shim::ContainerConfig& config,
                        std::unique_ptr<shim::Instance>* instance) {
   PodVm* vm = nullptr;

@@ -29,6 +29,10 @@ class VmRuntime final : public shim::Runtime {
   // The pod's VM, booted on first use; the error of a boot that failed or of a VM that
   // ended (no container can run in the pod any more).
   shim::Status vm(PodVm** vm);
+  // The pod's VM if it runs, else why not (FailedPrecondition before the first boot).
+  shim::Status running_vm(PodVm** vm);
+  // Stops the pod's VM for good: later Creates fail with `reason`.
+  void stop_vm(const std::string& reason);
 
   shim::ServiceContext& context() { return context_; }
 

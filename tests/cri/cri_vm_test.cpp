@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "cri_env.h"
 #include "cri_host.h"
 #include "cri_pod.h"
+#include "support/containerd_binaries.h"
 #include "support/wait_until.h"
 
 namespace shim::test::cri {
@@ -91,6 +93,54 @@ TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync,
   CHECK(shim_processes(daemon.fx().grpc_address()).size() == 1);
 
   // The pod stops and goes, and its VM with it.
+  remove_pod(client, pod);
+  CHECK(wait_until([&] { return shim_processes(daemon.fx().grpc_address()).empty(); }, 30s));
+  CHECK(wait_until([&] { return vm_count() == vms_before; }, 10s));
+}
+
+}  // namespace shim::test::cri
+
+namespace shim::test::cri {
+
+TEST_CASE("CRI: a VM pod without a pause container (sandboxer = \"shim\", containerd 2.x)",
+          "[cri][multi-version][vm]") {
+  LIBSHIM_SKIP_WITHOUT_CRI();
+  if (auto why = vm_unavailable()) LIBSHIM_SKIP(*why);
+  std::string why_not;
+  auto version = probe_containerd(resolve_containerd("", ""), &why_not);
+  if (!version) LIBSHIM_SKIP(why_not);
+  if (!version->at_least(2, 0)) LIBSHIM_SKIP("sandboxer = \"shim\" needs containerd 2.x");
+  TempDir work("lscri-");
+  ImageTarballs images = build_image_tarballs(work.sub("images"));
+  const std::string shim = fs::canonical(LIBSHIM_CRI_VM_SHIM).string();
+  CriDaemon daemon({{"kvm", shim, "shim", "io.containerd.kvm.v1"}},
+                   {fs::path(shim).parent_path().string()}, images);
+  CriClient& client = daemon.client();
+  std::size_t vms_before = vm_count();
+
+  Pod pod;
+  pod.config = pod_config(daemon, unique_name("vmsb", Side::ours));
+  fs::create_directories(pod.config.log_directory());
+  pod.id = client.run_pod(pod.config, "kvm");
+  CHECK(vm_count() == vms_before + 1);  // booted by StartSandbox
+  CHECK(client.pod_status(pod.id).status().state() == v1::SANDBOX_READY);
+
+  v1::ContainerConfig spin = container_config("spin", {"/bin/sleep", "3600"});
+  std::string spin_id = run_container(client, pod, spin);
+  v1::ExecSyncResponse exec = client.exec_sync(spin_id, {"/bin/sh", "-c", "uname -r"}, 60);
+  std::string release;
+  std::ifstream(fs::path(LIBSHIM_CRI_VM_KERNEL).parent_path() / "release") >> release;
+  CHECK(exec.stdout() == release + "\n");
+  // No process of the pod on the host runs /pause: the VM is the sandbox.
+  for (const ShimProcess& s : shim_processes(daemon.fx().grpc_address())) {
+    for (pid_t pid : process_tree(s.pid)) {
+      std::ifstream in(fmt::format("/proc/{}/cmdline", pid));
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CHECK_FALSE(cmdline.starts_with("/pause"));
+    }
+  }
+  CHECK(vm_count() == vms_before + 1);
+
   remove_pod(client, pod);
   CHECK(wait_until([&] { return shim_processes(daemon.fx().grpc_address()).empty(); }, 30s));
   CHECK(wait_until([&] { return vm_count() == vms_before; }, 10s));

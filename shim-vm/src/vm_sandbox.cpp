@@ -1,0 +1,59 @@
+#include "vm_sandbox.h"
+
+namespace shim_vm {
+
+using shim::Status;
+
+namespace {
+// WaitSandbox's status for a VM that ended by itself (qemu exited, the guest panicked).
+constexpr std::uint32_t kVmEndedStatus = 255;
+}  // namespace
+
+Status VmSandbox::start(shim::SandboxStarted* started) {
+  PodVm* vm = nullptr;
+  if (Status s = runtime_.vm(&vm); !s.ok()) return s;
+  // CRI joins its containers to this pid's namespaces; in the guest a namespace given by a
+  // path is the VM's own, so any live host process of the pod does: qemu.
+  started->pid = static_cast<std::uint32_t>(vm->qemu_pid());
+  vm->on_exit([&events = events_](const std::string&) { events.exited(kVmEndedStatus); });
+  return {};
+}
+
+Status VmSandbox::stop(std::chrono::seconds, std::uint32_t* exit_status) {
+  runtime_.stop_vm("the pod's sandbox was stopped");
+  *exit_status = 0;
+  return {};
+}
+
+Status VmSandbox::shutdown() {
+  runtime_.stop_vm("the pod's sandbox was shut down");
+  return {};
+}
+
+Status VmSandbox::metrics(containerd::types::Metric* metric) {
+  PodVm* vm = nullptr;
+  if (Status s = runtime_.running_vm(&vm); !s.ok()) return s;
+  agent::ContainerRequest request;  // no id: the guest's root cgroup
+  agent::ContainerStatsResponse response;
+  if (Status s = vm->agent()->sync("ContainerStats", request, &response); !s.ok()) return s;
+  metric->mutable_data()->set_type_url(response.type_url());
+  metric->mutable_data()->set_value(response.value());
+  return {};
+}
+
+Status VmSandbox::details(boost::json::object* info) const {
+  PodVm* vm = nullptr;
+  if (!runtime_.running_vm(&vm).ok()) return {};
+  (*info)["vm"] = {{"accelerator", vm->settings().accel},
+                   {"kernelRelease", vm->kernel_release()},
+                   {"qemuPid", vm->qemu_pid()}};
+  return {};
+}
+
+Status VmSandboxRuntime::create(const shim::SandboxConfig&, shim::SandboxEvents& events,
+                                std::unique_ptr<shim::Sandbox>* sandbox) {
+  *sandbox = std::make_unique<VmSandbox>(runtime_, events);
+  return {};
+}
+
+}  // namespace shim_vm

@@ -1,0 +1,42 @@
+// VmSandbox: the pod's VM as containerd 2.x's sandbox API sees it (a handler with
+// `sandboxer = "shim"`, shim/sandbox.h): StartSandbox boots the VM (no pause container),
+// its pid is qemu's; StopSandbox and ShutdownSandbox stop it; SandboxMetrics are the
+// guest's root cgroup (everything the pod's VM runs). The containers the pod's tasks then
+// create run in that VM (VmRuntime, the same one).
+//
+// Threading: as shim::Sandbox (the pool, one call at a time).
+#pragma once
+
+#include <memory>
+
+#include "shim/sandbox.h"
+#include "vm_runtime.h"
+
+namespace shim_vm {
+
+class VmSandbox final : public shim::Sandbox {
+ public:
+  VmSandbox(VmRuntime& runtime, shim::SandboxEvents& events) : runtime_(runtime), events_(events) {}
+
+  shim::Status start(shim::SandboxStarted* started) override;
+  shim::Status stop(std::chrono::seconds timeout, std::uint32_t* exit_status) override;
+  shim::Status shutdown() override;
+  shim::Status metrics(containerd::types::Metric* metric) override;
+  shim::Status details(boost::json::object* info) const override;
+
+ private:
+  VmRuntime& runtime_;
+  shim::SandboxEvents& events_;
+};
+
+class VmSandboxRuntime final : public shim::SandboxRuntime {
+ public:
+  explicit VmSandboxRuntime(VmRuntime& runtime) : runtime_(runtime) {}
+  shim::Status create(const shim::SandboxConfig& config, shim::SandboxEvents& events,
+                      std::unique_ptr<shim::Sandbox>* sandbox) override;
+
+ private:
+  VmRuntime& runtime_;
+};
+
+}  // namespace shim_vm
