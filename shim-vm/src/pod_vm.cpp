@@ -16,6 +16,7 @@
 #include <future>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "shim/fs.h"
 #include "shim/logger.h"
@@ -32,6 +33,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::string_view kHello = "LIBSHIM-AGENT 1\n";
+constexpr std::chrono::seconds kHeartbeat{5};
+constexpr std::chrono::seconds kHeartbeatTimeout{10};
 
 Status sys_error(std::string_view what) {
   return Status(Code::kInternal, fmt::format("{}: {}", what, std::strerror(errno)));
@@ -90,6 +93,17 @@ std::string tail_of(const std::string& path, std::size_t max_lines) {
   std::string out;
   for (const auto& line : lines) out += (out.empty() ? "" : " | ") + line;
   return out;
+}
+
+// What the guest's console says of its end: the panic line if it panicked, else its
+// last lines.
+std::string console_summary(const std::string& path) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto at = line.find("Kernel panic");
+    if (at != std::string::npos) return line.substr(at);
+  }
+  return tail_of(path, 3);
 }
 
 // Waits until `fd` is readable or `deadline`; fails early once `exit` says the process ended.
@@ -277,7 +291,9 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
                   fmt::format("the agent speaks protocol version {}, want 1", answer.version()));
   }
   vm->kernel_release_ = answer.kernel_release();
+  vm->shared_->qemu = qemu.pid;
   next_oom(vm->agent_, vm->shared_);
+  heartbeat(context.executor, vm->agent_, vm->shared_);
   *out = std::move(vm);
   return {};
 }
@@ -314,12 +330,42 @@ std::string PodVm::guest_path(const std::string& host_path) const {
   return "/run/shared" + host_path.substr(shared_dir_.size());
 }
 
+void PodVm::heartbeat(boost::asio::any_io_executor executor, std::shared_ptr<AgentClient> agent,
+                      std::shared_ptr<Shared> shared) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(executor, kHeartbeat);
+  timer->async_wait([executor, agent, shared, timer](boost::system::error_code error) {
+    if (error || shared->stopped) return;
+    agent::HelloRequest hello;
+    hello.set_version(1);
+    agent->async<agent::HelloResponse>(
+        "Hello", hello,
+        [executor, agent, shared](Status status, agent::HelloResponse) {
+          if (shared->stopped) return;
+          if (status.ok()) return heartbeat(executor, agent, shared);
+          if (status.code() != Code::kDeadlineExceeded) return;  // the channel ended: qemu did
+          {
+            std::lock_guard lock(shared->mutex);
+            shared->hung =
+                fmt::format("the guest's agent did not answer for {} s", kHeartbeatTimeout.count());
+          }
+          ::kill(shared->qemu, SIGKILL);
+        },
+        kHeartbeatTimeout);
+  });
+}
+
 void PodVm::on_exit(std::function<void(std::string reason)> callback) {
   qemu_exit_.async_wait(context_->executor, [shared = shared_, dir = state_dir_,
                                              callback = std::move(callback)](
                                                 std::optional<shim::ProcessExit> exit) {
     if (shared->stopped) return;
-    std::string console = tail_of(dir + "/console.log", 3);
+    std::string console = console_summary(dir + "/console.log");
+    std::string hung;
+    {
+      std::lock_guard lock(shared->mutex);
+      hung = shared->hung;
+    }
+    if (!hung.empty()) return callback(fmt::format("the pod's VM was killed: {}", hung));
     callback(fmt::format("the pod's VM ended (qemu exit status {}){}{}", exit ? exit->status : -1,
                          console.empty() ? "" : "; console: ", console));
   });

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <string>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include "agent_client.h"
 #include "shim/instance_events.h"
 #include "shim/process/exit_future.h"
@@ -69,9 +71,15 @@ class PodVm {
     std::atomic<bool> stopped{false};
     std::mutex mutex;
     std::map<std::string, std::shared_ptr<shim::InstanceEvents>> oom_events;
+    std::string hung;  // why the heartbeat killed the VM, if it did (under mutex)
+    pid_t qemu = -1;
   };
   // Asks `agent` for the next OOM kill, again and again while it answers.
   static void next_oom(std::shared_ptr<AgentClient> agent, std::shared_ptr<Shared> shared);
+  // Every kHeartbeat, a Hello that must answer within kHeartbeatTimeout; a guest that
+  // does not (hung, or too starved to serve) is killed, which ends the pod as a crash does.
+  static void heartbeat(boost::asio::any_io_executor executor, std::shared_ptr<AgentClient> agent,
+                        std::shared_ptr<Shared> shared);
 
   shim::ServiceContext* context_ = nullptr;
   VmSettings settings_;

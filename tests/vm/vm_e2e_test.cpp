@@ -19,6 +19,7 @@
 
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
+#include "support/ttrpc_harness.h"
 
 namespace shim::test {
 namespace {
@@ -225,6 +226,45 @@ TEST_CASE("vm: an OOM kill inside the guest: TaskOOM before TaskExit", "[vm-e2e]
   CHECK(event_topics_for(*events, "oom") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
                                  "/tasks/delete"});
+}
+
+TEST_CASE("vm: a guest that panics or hangs ends its pod with status 255 and the reason",
+          "[vm-e2e]") {
+  SKIP_WITHOUT_VM();
+  VmSetup s;
+  auto events = s.fx.subscribe_events();
+  // A kernel panic in the guest: qemu ends, every process of the pod exits 255.
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "panics", {"/bin/sleep", "3600"}), 120s).ok());
+  REQUIRE(s.wait_status("panics", "RUNNING"));
+  auto crash =
+      s.fx.ctr(s.exec("panics", "crash", {"/bin/sh", "-c", "echo c > /proc/sysrq-trigger"}));
+  CHECK(crash.exit_code == 255);
+  auto exit = events->wait_for_line({"/tasks/exit", "\"panics\""}, 30s);
+  REQUIRE(exit);
+  CHECK(exit->find("\"exit_status\":255") != std::string::npos);
+  CHECK(shim::test::eventually(
+      [&] {
+        std::ifstream log(s.fx.log_path());
+        std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+        return text.find("pod VM ended") != std::string::npos &&
+               text.find("console: Kernel panic - not syncing: sysrq triggered crash") !=
+                   std::string::npos;
+      },
+      10s));
+  CHECK(s.fx.ctr_ok({"task", "rm", "panics"}).ok());
+
+  // A guest that stops answering (its qemu stopped): the heartbeat kills it.
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "hangs", {"/bin/sleep", "3600"}), 120s).ok());
+  REQUIRE(s.wait_status("hangs", "RUNNING"));
+  std::vector<int> vms = qemu_pids();
+  for (int pid : vms) ::kill(pid, SIGSTOP);
+  auto hung_exit = events->wait_for_line({"/tasks/exit", "\"hangs\""}, 60s);
+  REQUIRE(hung_exit);
+  CHECK(hung_exit->find("\"exit_status\":255") != std::string::npos);
+  std::ifstream log(s.fx.log_path());
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(text.find("the guest's agent did not answer for 10 s") != std::string::npos);
+  CHECK(s.fx.ctr_ok({"task", "rm", "hangs"}).ok());
 }
 
 TEST_CASE("vm: a SIGKILLed shim takes its VM along; delete leaves nothing mounted",
