@@ -65,6 +65,9 @@ void AgentService::register_on(shim::ttrpc::Router& router) {
           [this](const auto&, auto request, auto reply) { signal(request, reply); }));
   add("WaitProcess", typed_handler<pb::ProcessRequest, pb::WaitProcessResponse>(
                          [this](const auto&, auto request, auto reply) { wait(request, reply); }));
+  add("DeleteProcess",
+      typed_handler<pb::ProcessRequest, pb::Empty>(
+          [this](const auto&, auto request, auto reply) { delete_process(request, reply); }));
   add("ReadOutput",
       typed_handler<pb::ReadOutputRequest, pb::ReadOutputResponse>(
           [this](const auto&, auto request, auto reply) { read_output(request, reply); }));
@@ -118,6 +121,20 @@ Status AgentService::find(const std::string& id, const std::string& exec_id, Con
     return not_found(fmt::format("process {} of container {} not found", exec_id, id));
   *process = it->second.get();
   return {};
+}
+
+const GuestProcess* AgentService::sandbox_init(const json::object& spec,
+                                               const std::string& id) const {
+  const json::value* annotations = spec.if_contains("annotations");
+  if (annotations == nullptr || !annotations->is_object()) return nullptr;
+  const json::value* sandbox =
+      annotations->get_object().if_contains("io.kubernetes.cri.sandbox-id");
+  if (sandbox == nullptr || !sandbox->is_string() || sandbox->get_string() == id) return nullptr;
+  auto it = containers_.find(std::string(sandbox->get_string()));
+  if (it == containers_.end() || !it->second->init || it->second->init->exit() ||
+      !it->second->init->handle().has_pidfd())
+    return nullptr;
+  return it->second->init.get();
 }
 
 void AgentService::hello(pb::HelloRequest, Reply<pb::HelloResponse> reply) {
@@ -181,12 +198,26 @@ void AgentService::create(pb::CreateContainerRequest request, Reply<pb::ProcessR
   Status status =
       make_pipes(stdio.stdin(), stdio.stdout(), stdio.stderr(), stdio.terminal(), &pipes);
   shim::oci::ProcessSpawn plan;
-  if (status.ok())
-    status = plan_init(container->spec, container->rootfs, shim::ProcessStdio{}, &plan);
+  ConsoleSize size;
+  int pod_namespaces = 0;
+  if (status.ok()) {
+    status = plan_init(container->spec, container->rootfs, shim::ProcessStdio{}, &plan, &size,
+                       &pod_namespaces);
+  }
+  // The pod's namespaces (CRI: its pause container's IPC, UTS, maybe pid) are those of the
+  // sandbox container in this guest, if it runs here; else the VM's own.
+  if (status.ok() && pod_namespaces != 0) {
+    if (const GuestProcess* sandbox = sandbox_init(container->spec, request.id())) {
+      plan.request.join_pidfd = sandbox->handle().pidfd();
+      plan.request.join_namespaces = pod_namespaces;
+    }
+  }
+  if (status.ok() && pipes.pty.valid() && size.rows > 0 && size.columns > 0)
+    pipes.pty.resize(size.rows, size.columns).ignore_error();
   if (status.ok()) {
     plan.request.hold = true;
     plan.request.cgroup_procs = container->cgroup->procs_files();
-    container->namespaces = plan.request.new_namespaces;
+    container->namespaces = plan.request.new_namespaces | plan.request.join_namespaces;
     container->init = std::make_unique<GuestProcess>(executor_, request.id(), "");
     status = spawn(plan, std::move(pipes), *container->init);
   }
@@ -219,15 +250,26 @@ void AgentService::exec(pb::ExecProcessRequest request, Reply<pb::ProcessRespons
     return reply.fail(Status(Code::kFailedPrecondition,
                              fmt::format("container {} is not running", request.id())));
   }
+  // A new process would join the frozen cgroup and freeze there, with this loop waiting
+  // for its exec: refused, as runc refuses an exec into a paused container.
+  std::string frozen;
+  if (shim::read_file(container->cgroup->paths().unified + "/cgroup.freeze", &frozen).ok() &&
+      frozen.starts_with("1")) {
+    return reply.fail(Status(Code::kFailedPrecondition,
+                             fmt::format("cannot exec in a paused container {}", request.id())));
+  }
   const pb::Stdio& stdio = request.stdio();
   ProcessPipes pipes;
   Status status =
       make_pipes(stdio.stdin(), stdio.stdout(), stdio.stderr(), stdio.terminal(), &pipes);
   shim::oci::ProcessSpawn plan;
+  ConsoleSize size;
   if (status.ok()) {
     status = plan_exec(request.process_json(), container->rootfs, shim::ProcessStdio{},
-                       container->init->handle().pidfd(), container->namespaces, &plan);
+                       container->init->handle().pidfd(), container->namespaces, &plan, &size);
   }
+  if (status.ok() && pipes.pty.valid() && size.rows > 0 && size.columns > 0)
+    pipes.pty.resize(size.rows, size.columns).ignore_error();
   auto process = std::make_unique<GuestProcess>(executor_, request.id(), request.exec_id());
   if (status.ok()) {
     plan.request.cgroup_procs = container->cgroup->procs_files();
@@ -275,6 +317,19 @@ void AgentService::wait(pb::ProcessRequest request, Reply<pb::WaitProcessRespons
             .count());
     reply(response);
   });
+}
+
+void AgentService::delete_process(pb::ProcessRequest request, Reply<pb::Empty> reply) {
+  Container* container = nullptr;
+  if (Status s = find(request.id(), &container); !s.ok()) return reply(pb::Empty());
+  auto it = container->execs.find(request.exec_id());
+  if (request.exec_id().empty() || it == container->execs.end()) return reply(pb::Empty());
+  if (!it->second->exit() && it->second->pid() > 0) {
+    return reply.fail(Status(Code::kFailedPrecondition,
+                             fmt::format("process {} is still running", request.exec_id())));
+  }
+  container->execs.erase(it);  // its streams close with it
+  reply(pb::Empty());
 }
 
 void AgentService::read_output(pb::ReadOutputRequest request, Reply<pb::ReadOutputResponse> reply) {

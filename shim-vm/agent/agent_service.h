@@ -3,7 +3,8 @@
 // where it must wait (WaitProcess, ReadOutput, NextOom).
 //
 // Threading: the loop only. Spawning blocks the loop until the child is held or exec'd
-// (milliseconds); nothing else blocks.
+// (milliseconds); freezing a cgroup and removing one wait on it too (up to a second
+// each, as shim/linux/container_cgroup.h does); nothing else blocks.
 #pragma once
 
 #include <deque>
@@ -59,6 +60,7 @@ class AgentService {
   void exec(pb::ExecProcessRequest request, Reply<pb::ProcessResponse> reply);
   void signal(pb::SignalProcessRequest request, Reply<pb::Empty> reply);
   void wait(pb::ProcessRequest request, Reply<pb::WaitProcessResponse> reply);
+  void delete_process(pb::ProcessRequest request, Reply<pb::Empty> reply);
   void read_output(pb::ReadOutputRequest request, Reply<pb::ReadOutputResponse> reply);
   void write_stdin(pb::WriteStdinRequest request, Reply<pb::Empty> reply);
   void close_stdin(pb::ProcessRequest request, Reply<pb::Empty> reply);
@@ -77,6 +79,9 @@ class AgentService {
   // Spawns `request` with `pipes` into `process`, in `cgroup` if any.
   shim::Status spawn(shim::oci::ProcessSpawn& spawn, ProcessPipes pipes, GuestProcess& process);
   void on_exit(const shim::ProcessExit& exit);
+  // The running init of the pod's sandbox container (CRI's annotation in `spec`) if it is
+  // in this guest and is not container `id` itself.
+  const GuestProcess* sandbox_init(const boost::json::object& spec, const std::string& id) const;
 
   boost::asio::any_io_executor executor_;
   shim::Spawner& spawner_;

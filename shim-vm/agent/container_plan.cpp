@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <boost/json/parse.hpp>
 
 namespace shim_vm_agent {
 namespace {
@@ -16,7 +17,9 @@ std::string string_of(const json::object& o, std::string_view key) {
   return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
-void read_namespaces(const json::object& linux, shim::SpawnRequest* request) {
+// New namespaces into request->new_namespaces; those given by a path (the pod's, on the
+// host) into *pod_namespaces: the caller joins the pod's in the guest.
+void read_namespaces(const json::object& linux, shim::SpawnRequest* request, int* pod_namespaces) {
   static constexpr std::pair<std::string_view, int> kTypes[] = {{"pid", CLONE_NEWPID},
                                                                 {"network", CLONE_NEWNET},
                                                                 {"mount", CLONE_NEWNS},
@@ -27,11 +30,15 @@ void read_namespaces(const json::object& linux, shim::SpawnRequest* request) {
     for (const json::value& item : namespaces->get_array()) {
       if (!item.is_object()) continue;
       std::string type = string_of(item.get_object(), "type");
-      // A path is a namespace of the host's pod: in the guest the pod is the VM itself.
-      if (!string_of(item.get_object(), "path").empty()) continue;
+      bool by_path = !string_of(item.get_object(), "path").empty();
       for (const auto& [name, flag] : kTypes) {
         // The pod's network is the VM's: a container never gets a network of its own.
-        if (name == type && flag != CLONE_NEWNET) request->new_namespaces |= flag;
+        if (name != type || flag == CLONE_NEWNET) continue;
+        if (by_path) {
+          if (flag != CLONE_NEWNS) *pod_namespaces |= flag;
+        } else {
+          request->new_namespaces |= flag;
+        }
       }
     }
   }
@@ -78,6 +85,26 @@ void read_mounts(const json::object& spec, shim::SpawnRequest* request) {
   }
 }
 
+// The process without its terminal: the agent makes the pty itself (guest_process.h)
+// and gives its slave as fds 0-2, where runc would send the master to a console socket.
+json::value without_terminal(const json::value& process, unsigned* rows, unsigned* columns) {
+  json::value copy = process;
+  *rows = *columns = 0;
+  if (!copy.is_object()) return copy;
+  json::object& o = copy.get_object();
+  if (const json::value* size = o.if_contains("consoleSize"); size && size->is_object()) {
+    const json::value* h = size->get_object().if_contains("height");
+    const json::value* w = size->get_object().if_contains("width");
+    if (h && w && h->is_number() && w->is_number()) {
+      *rows = h->to_number<unsigned>();
+      *columns = w->to_number<unsigned>();
+    }
+  }
+  o.erase("terminal");
+  o.erase("consoleSize");
+  return copy;
+}
+
 shim::Status with_prefix(const shim::Status& s) {
   return s.ok() ? s : shim::Status(s.code(), fmt::format("agent: {}", s.message()));
 }
@@ -85,15 +112,18 @@ shim::Status with_prefix(const shim::Status& s) {
 }  // namespace
 
 shim::Status plan_init(const json::object& spec, const std::string& rootfs,
-                       const shim::ProcessStdio& stdio, shim::oci::ProcessSpawn* spawn) {
+                       const shim::ProcessStdio& stdio, shim::oci::ProcessSpawn* spawn,
+                       ConsoleSize* size, int* pod_namespaces) {
+  *pod_namespaces = 0;
   const json::value* process = spec.if_contains("process");
   if (process == nullptr) return shim::Status(shim::Code::kInvalidArgument, "spec has no process");
   shim::oci::ProcessTarget target{rootfs, stdio};
-  if (auto s = shim::oci::spawn_request_from_process(*process, target, spawn); !s.ok())
+  json::value plain = without_terminal(*process, &size->rows, &size->columns);
+  if (auto s = shim::oci::spawn_request_from_process(plain, target, spawn); !s.ok())
     return with_prefix(s);
   shim::SpawnRequest& request = spawn->request;
   if (const json::value* linux = spec.if_contains("linux"); linux && linux->is_object())
-    read_namespaces(linux->get_object(), &request);
+    read_namespaces(linux->get_object(), &request, pod_namespaces);
   else
     request.new_namespaces = CLONE_NEWNS | CLONE_NEWPID;
   read_mounts(spec, &request);
@@ -104,9 +134,16 @@ shim::Status plan_init(const json::object& spec, const std::string& rootfs,
 
 shim::Status plan_exec(const std::string& process_json, const std::string& rootfs,
                        const shim::ProcessStdio& stdio, int init_pidfd, int namespaces,
-                       shim::oci::ProcessSpawn* spawn) {
+                       shim::oci::ProcessSpawn* spawn, ConsoleSize* size) {
   shim::oci::ProcessTarget target{rootfs, stdio};
-  if (auto s = shim::oci::spawn_request_from_process(process_json, target, spawn); !s.ok())
+  boost::system::error_code ec;
+  json::value process = json::parse(process_json, ec);
+  if (ec) {
+    return shim::Status(shim::Code::kInvalidArgument,
+                        fmt::format("agent: the exec's process is not JSON: {}", ec.message()));
+  }
+  json::value plain = without_terminal(process, &size->rows, &size->columns);
+  if (auto s = shim::oci::spawn_request_from_process(plain, target, spawn); !s.ok())
     return with_prefix(s);
   shim::SpawnRequest& request = spawn->request;
   request.root.clear();  // joining the mount namespace puts it in the container's root

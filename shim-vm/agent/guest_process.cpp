@@ -1,6 +1,7 @@
 #include "guest_process.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,11 +81,12 @@ void GuestProcess::started(shim::SpawnedProcess spawned, ProcessPipes pipes) {
   handle_ = std::move(spawned.handle);
   gate_ = std::move(spawned.gate);
   if (pipes.pty.valid()) {
-    // The master is both directions; a dup for writes keeps reads and writes apart.
-    pty_ = std::move(pipes.pty);
-    stdout_ = OutputStream(executor_, shim::UniqueFd(::fcntl(pty_.master(), F_DUPFD_CLOEXEC, 3)));
+    // Only the master stays: once the process and its children closed the slave, reads
+    // end (EIO), so its output's end is seen. A dup for writes keeps the directions apart.
+    master_ = shim::UniqueFd(::fcntl(pipes.pty.master(), F_DUPFD_CLOEXEC, 3));
+    stdout_ = OutputStream(executor_, shim::UniqueFd(::fcntl(master_.get(), F_DUPFD_CLOEXEC, 3)));
     stdin_ = std::make_shared<asio::posix::stream_descriptor>(
-        executor_, ::fcntl(pty_.master(), F_DUPFD_CLOEXEC, 3));
+        executor_, ::fcntl(master_.get(), F_DUPFD_CLOEXEC, 3));
     return;
   }
   if (pipes.stdin_writer.valid())
@@ -116,7 +118,7 @@ void GuestProcess::write_stdin(std::string data, std::function<void(shim::Status
 
 void GuestProcess::close_stdin() {
   if (!stdin_) return;
-  if (pty_.valid()) {
+  if (master_.valid()) {
     // A terminal has no end of input but ^D; send it as a terminal would.
     boost::system::error_code ignored;
     asio::write(*stdin_, asio::buffer("\x04", 1), ignored);
@@ -127,8 +129,15 @@ void GuestProcess::close_stdin() {
 }
 
 shim::Status GuestProcess::resize(unsigned width, unsigned height) const {
-  if (!pty_.valid()) return {};
-  return pty_.resize(height, width);
+  if (!master_.valid()) return {};
+  winsize size{};
+  size.ws_row = static_cast<unsigned short>(height);
+  size.ws_col = static_cast<unsigned short>(width);
+  if (::ioctl(master_.get(), TIOCSWINSZ, &size) != 0) {
+    return shim::Status(shim::Code::kInternal,
+                        fmt::format("resize the terminal: {}", std::strerror(errno)));
+  }
+  return {};
 }
 
 void GuestProcess::exited(const shim::ProcessExit& exit) {

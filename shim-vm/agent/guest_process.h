@@ -97,7 +97,7 @@ class GuestProcess {
   pid_t pid_ = -1;
   shim::ProcessHandle handle_;
   shim::ProcessGate gate_;
-  shim::Pty pty_;
+  shim::UniqueFd master_;  // a terminal's master (the slave is the process's only)
   std::shared_ptr<boost::asio::posix::stream_descriptor> stdin_;
   OutputStream stdout_;
   OutputStream stderr_;

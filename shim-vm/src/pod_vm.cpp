@@ -292,6 +292,9 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   }
   vm->kernel_release_ = answer.kernel_release();
   vm->shared_->qemu = qemu.pid;
+  // Two calls waiting, so that while one's answer is on its way an OOM kill still goes
+  // out at once, before the exit it caused.
+  next_oom(vm->agent_, vm->shared_);
   next_oom(vm->agent_, vm->shared_);
   heartbeat(context.executor, vm->agent_, vm->shared_);
   *out = std::move(vm);
@@ -348,7 +351,7 @@ void PodVm::heartbeat(boost::asio::any_io_executor executor, std::shared_ptr<Age
             shared->hung =
                 fmt::format("the guest's agent did not answer for {} s", kHeartbeatTimeout.count());
           }
-          ::kill(shared->qemu, SIGKILL);
+          ::kill(shared->qemu, SIGKILL);  // alive: its channel still is
         },
         kHeartbeatTimeout);
   });
@@ -376,24 +379,53 @@ void PodVm::on_exit(std::function<void(std::string reason)> callback) {
 void PodVm::stop() {
   if (shared_->stopped.exchange(true)) return;
   if (agent_) agent_->close();
-  for (pid_t pid : {qemu_pid_, virtiofsd_pid_}) {
-    if (pid > 0) ::kill(pid, SIGKILL);
-  }
+  // Not once reaped: the pid may be another process's by now.
+  if (qemu_pid_ > 0 && !qemu_exit_.ready()) ::kill(qemu_pid_, SIGKILL);
+  if (virtiofsd_pid_ > 0 && !virtiofsd_exit_.ready()) ::kill(virtiofsd_pid_, SIGKILL);
   remove_state_dir(state_dir_);
 }
 
-void PodVm::clean_up(const std::string& state_dir) {
-  for (const char* name : {"qemu.pid", "virtiofsd.pid"}) {
-    std::string text;
-    if (!shim::read_file(state_dir + "/" + name, &text).ok()) continue;
-    pid_t pid = static_cast<pid_t>(std::strtol(text.c_str(), nullptr, 10));
-    std::string cmdline;
-    // Only a process that is still ours: a recycled pid runs something else.
-    if (pid > 0 && shim::read_file(fmt::format("/proc/{}/cmdline", pid), &cmdline).ok() &&
-        cmdline.find(state_dir) != std::string::npos)
-      ::kill(pid, SIGKILL);
+namespace {
+
+// The pid in `state_dir`/`name` if that process still runs this pod's program (a recycled
+// pid runs something else, whose command line does not name the state dir); else -1.
+pid_t pod_process(const std::string& state_dir, const char* name) {
+  std::string text;
+  if (!shim::read_file(state_dir + "/" + name, &text).ok()) return -1;
+  pid_t pid = static_cast<pid_t>(std::strtol(text.c_str(), nullptr, 10));
+  std::string cmdline;
+  if (pid <= 0 || !shim::read_file(fmt::format("/proc/{}/cmdline", pid), &cmdline).ok() ||
+      cmdline.find(state_dir) == std::string::npos)
+    return -1;
+  return pid;
+}
+
+// Whether `pid`'s parent is a shim running our own program: the pod's shim still serves.
+bool parent_is_our_shim(pid_t pid) {
+  std::string status;
+  if (!shim::read_file(fmt::format("/proc/{}/status", pid), &status).ok()) return false;
+  auto at = status.find("\nPPid:");
+  if (at == std::string::npos) return false;
+  pid_t parent = static_cast<pid_t>(std::strtol(status.c_str() + at + 6, nullptr, 10));
+  std::error_code a, b;
+  auto theirs = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", parent), a);
+  auto ours = std::filesystem::read_symlink("/proc/self/exe", b);
+  return parent > 1 && !a && !b && theirs == ours;
+}
+
+}  // namespace
+
+// containerd runs `delete` for a task whose connection it dropped, also when the pod's
+// shim still serves the pod's other containers (1.6 after a grouped task's Delete): then
+// nothing of the pod is touched. Only when the shim is gone does the VM go.
+bool PodVm::clean_up(const std::string& state_dir) {
+  pid_t qemu = pod_process(state_dir, "qemu.pid");
+  if (qemu > 0 && parent_is_our_shim(qemu)) return false;
+  for (pid_t pid : {qemu, pod_process(state_dir, "virtiofsd.pid")}) {
+    if (pid > 0) ::kill(pid, SIGKILL);
   }
   remove_state_dir(state_dir);
+  return true;
 }
 
 }  // namespace shim_vm

@@ -43,6 +43,7 @@ class PodVm {
 
   const std::shared_ptr<AgentClient>& agent() const { return agent_; }
   const std::string& shared_dir() const { return shared_dir_; }
+  const std::string& state_dir() const { return state_dir_; }
   // The guest's path of `host_path`, a path under shared_dir().
   std::string guest_path(const std::string& host_path) const;
   const std::string& kernel_release() const { return kernel_release_; }
@@ -61,8 +62,8 @@ class PodVm {
   void stop();
 
   // The `delete` action's clean-up after a shim that died: the same from the state dir
-  // alone (pid files, mounts).
-  static void clean_up(const std::string& state_dir);
+  // alone (pid files, mounts). Nothing, and false, while the pod's shim still runs.
+  static bool clean_up(const std::string& state_dir);
 
  private:
   PodVm() = default;

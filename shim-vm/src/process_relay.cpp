@@ -153,10 +153,9 @@ void ProcessRelay::watch_exit() {
               {{"id", self->id_}, {"exec_id", self->exec_id_}, {"error", status.message()}});
           return self->exited(kLostAgentStatus, std::chrono::system_clock::now());
         }
-        auto at = std::chrono::system_clock::time_point(
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                std::chrono::nanoseconds(response.exited_at_unix_nano())));
-        self->exited(response.exit_status(), at);
+        // The host's clock, not the guest's: a TCG guest's drifts, and containerd compares
+        // this time with the start it stamped itself.
+        self->exited(response.exit_status(), std::chrono::system_clock::now());
       });
 }
 
@@ -182,11 +181,6 @@ void ProcessRelay::report_exit_when_drained() {
   }
   if (in_) in_->close(ignored);
   events_->process_exited(pid_, exit_->first, exit_->second);
-}
-
-Status ProcessRelay::resize(unsigned width, unsigned height) {
-  if (!pty_.valid()) return {};
-  return pty_.resize(height, width);
 }
 
 void ProcessRelay::stop() {

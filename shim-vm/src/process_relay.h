@@ -43,8 +43,6 @@ class ProcessRelay : public std::enable_shared_from_this<ProcessRelay> {
   void start();
   // The process's pid, for its exit report.
   void set_pid(std::uint32_t pid) { pid_ = pid; }
-  // Resizes the host pty (a terminal's size is the host's, mirrored to the guest).
-  shim::Status resize(unsigned width, unsigned height);
   // Ends the copies (the process was removed); no exit is reported afterwards.
   void stop();
 

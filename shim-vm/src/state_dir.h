@@ -15,6 +15,10 @@ namespace shim_vm {
 
 std::string pod_state_dir(const std::string& ns, const std::string& pod);
 
+// The file in each container's bundle naming its pod's state dir (the `delete` action
+// of a pod's other containers knows only their own id).
+inline constexpr const char* kStateDirFile = "vm-state-dir";
+
 // Unmounts shared/ (lazily, with whatever is mounted under it) and removes the state
 // dir without ever deleting a file under shared/: a mount that did not go away keeps its
 // contents (a container's rootfs), and the directory stays.

@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 #include <boost/json/serialize.hpp>
 
+#include "shim/fs.h"
+#include "state_dir.h"
+
 namespace shim_vm {
 
 namespace json = boost::json;
@@ -51,6 +54,12 @@ Status bind_into(const std::string& source, const std::string& target) {
   if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return sys_error(fmt::format("bind {} to {}", source, target));
   return {};
+}
+
+// Whether `path` is `dir` or below it.
+bool in_dir(const std::string& path, std::string_view dir) {
+  return path == dir ||
+         (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
 }
 
 }  // namespace
@@ -93,8 +102,8 @@ Status VmInstance::share_files(std::string* spec_json) {
       const json::value* source = m.if_contains("source");
       if (source == nullptr || !source->is_string()) continue;
       std::string from(source->get_string());
-      if (!from.starts_with('/') || from.starts_with("/dev") || from.starts_with("/proc") ||
-          from.starts_with("/sys"))
+      if (!from.starts_with('/') || in_dir(from, "/dev") || in_dir(from, "/proc") ||
+          in_dir(from, "/sys"))
         continue;
       std::string to = fmt::format("{}/mounts/{}", host_dir_, n++);
       if (Status s = bind_into(from, to); !s.ok()) return s;
@@ -137,6 +146,11 @@ Status VmInstance::create(const shim::ProcessStdio& stdio, std::uint32_t* pid) {
     return Status(Code::kUnimplemented, "checkpoints of VM containers are not supported");
   agent::CreateContainerRequest request;
   request.set_id(config_.id);
+  // For the `delete` action after a shim that died: where this container's pod keeps its VM.
+  if (Status s =
+          shim::write_file_atomic(config_.bundle + "/" + kStateDirFile, vm_.state_dir(), 0600);
+      !s.ok())
+    return s;
   if (Status s = share_files(request.mutable_spec_json()); !s.ok()) return s;
   request.set_rootfs(vm_.guest_path(host_dir_ + "/rootfs"));
   auto relay = make_relay("");
@@ -185,13 +199,19 @@ Status VmInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid) {
 }
 
 Status VmInstance::delete_exec(const std::string& exec_id) {
-  std::lock_guard lock(mutex_);
-  auto it = relays_.find(exec_id);
-  if (it != relays_.end()) {
-    it->second->stop();
-    relays_.erase(it);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = relays_.find(exec_id);
+    if (it != relays_.end()) {
+      it->second->stop();
+      relays_.erase(it);
+    }
   }
-  return {};
+  agent::ProcessRequest request;
+  request.set_id(config_.id);
+  request.set_exec_id(exec_id);
+  Status s = vm_.agent()->sync<agent::Empty>("DeleteProcess", request, nullptr);
+  return vm_.agent()->connected() ? s : Status();  // a VM that is gone forgot it too
 }
 
 Status VmInstance::signal(const std::string& exec_id, int signal, bool all) {
@@ -213,15 +233,16 @@ Status VmInstance::kill_exec(const std::string& exec_id, int signal_number) {
 }
 
 Status VmInstance::remove() {
-  agent::ContainerRequest request;
-  request.set_id(config_.id);
-  Status removed = vm_.agent()->sync<agent::Empty>("RemoveContainer", request, nullptr);
-  vm_.forget_oom(config_.id);
+  // The relays first: the agent drops their calls, which must not read as exits.
   {
     std::lock_guard lock(mutex_);
     for (auto& [exec_id, relay] : relays_) relay->stop();
     relays_.clear();
   }
+  agent::ContainerRequest request;
+  request.set_id(config_.id);
+  Status removed = vm_.agent()->sync<agent::Empty>("RemoveContainer", request, nullptr);
+  vm_.forget_oom(config_.id);
   unshare_files();
   // A VM that is gone has nothing left of the container.
   if (!removed.ok() && vm_.agent()->connected()) return removed;
@@ -261,6 +282,19 @@ Status VmInstance::stats(shim::pb::Any* metrics) {
   metrics->set_type_url(response.type_url());
   metrics->set_value(response.value());
   return {};
+}
+
+}  // namespace shim_vm
+
+namespace shim_vm {
+
+Status VmInstance::resize_terminal(const std::string& exec_id, unsigned width, unsigned height) {
+  agent::ResizeTerminalRequest request;
+  request.set_id(config_.id);
+  request.set_exec_id(exec_id);
+  request.set_width(width);
+  request.set_height(height);
+  return vm_.agent()->sync<agent::Empty>("ResizeTerminal", request, nullptr);
 }
 
 }  // namespace shim_vm

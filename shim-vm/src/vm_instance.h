@@ -31,6 +31,8 @@ class VmInstance final : public shim::Instance {
   shim::Status delete_exec(const std::string& exec_id) override;
   shim::Status kill(int signal, bool all) override;
   shim::Status kill_exec(const std::string& exec_id, int signal) override;
+  shim::Status resize_terminal(const std::string& exec_id, unsigned width,
+                               unsigned height) override;
   shim::Status remove() override;
   shim::Status pause() override;
   shim::Status resume() override;

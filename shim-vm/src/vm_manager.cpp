@@ -1,6 +1,7 @@
 #include "vm_manager.h"
 
 #include "shim/action_context.h"
+#include "shim/fs.h"
 #include "state_dir.h"
 #include "vm_runtime.h"
 #include "vm_sandbox.h"
@@ -24,7 +25,12 @@ shim::Status VmManager::cleanup(const shim::ActionContext& context, std::int64_t
   *init_pid = -1;  // a guest's pid means nothing on the host
   // The pod's shim is gone (its qemu and virtiofsd died with it): what is left is the
   // state dir with the shares mounted in it.
-  PodVm::clean_up(pod_state_dir(context.identity.ns, context.identity.id));
+  std::string dir;
+  if (!shim::read_file(context.identity.bundle + "/" + kStateDirFile, &dir).ok() ||
+      !dir.starts_with("/run/libshim-vm/"))
+    dir = pod_state_dir(context.identity.ns, context.identity.id);
+  if (PodVm::clean_up(dir))
+    context.logger.info("cleaned up the pod's VM after its shim", {{"state_dir", dir}});
   return {};
 }
 

@@ -86,6 +86,9 @@ TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync,
   v1::ExecSyncResponse exec = client.exec_sync(spin_id, {"/bin/sh", "-c", "echo out; exit 4"}, 60);
   CHECK(exec.exit_code() == 4);
   CHECK(exec.stdout() == "out\n");
+  // The pod's UTS and IPC namespaces are the pause container's in the guest: its hostname.
+  v1::ExecSyncResponse hostname = client.exec_sync(spin_id, {"/bin/hostname"}, 60);
+  CHECK(hostname.stdout() == pod.config.hostname() + "\n");
   v1::ContainerStats stats = client.container_stats(spin_id);
   CHECK(stats.has_memory());
   CHECK(stats.has_cpu());

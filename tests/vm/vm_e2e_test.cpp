@@ -135,6 +135,24 @@ TEST_CASE("vm: a container runs in the pod's VM: stdio, exit codes, the guest's 
   CHECK((big.out == expected));
 }
 
+// `ctr <args>` inside util-linux `script`, whose terminal is rows x cols (ctr -t needs a
+// terminal of its own; it sends that size with ResizePty after Start).
+CommandResult ctr_in_terminal(const PrivateContainerd& fx, const std::vector<std::string>& args,
+                              int rows, int cols) {
+  auto quote = [](const std::string& word) {
+    std::string out = "'";
+    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  std::string command = fmt::format("stty rows {} cols {}; exec", rows, cols);
+  for (const std::string& word :
+       {fx.ctr_bin(), std::string("--address"), fx.grpc_address(), std::string("-n"), fx.ns()}) {
+    command += " " + quote(word);
+  }
+  for (const std::string& word : args) command += " " + quote(word);
+  return run_command({"/usr/bin/script", "-qec", command, "/dev/null"}, {.timeout = 120s});
+}
+
 // The shim daemon of task `id`: the process whose command line names this containerd and
 // the task, and is not the `start` action.
 int shim_pid_of(const PrivateContainerd& fx, const std::string& id) {
@@ -209,6 +227,25 @@ TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][
   CHECK(exit->find("\"exit_status\":137") != std::string::npos);
   REQUIRE(s.wait_status("spin", "STOPPED"));
   REQUIRE(s.fx.ctr_ok({"task", "rm", "spin"}).ok());
+}
+
+TEST_CASE("vm: a terminal in the guest: the size ctr sends, output, the exit code",
+          "[vm-e2e][multi-version]") {
+  SKIP_WITHOUT_VM();
+  if (::access("/usr/bin/script", X_OK) != 0) LIBSHIM_SKIP("no util-linux script");
+  VmSetup s;
+  // Waits (up to 10 s) for ctr's ResizePty, then prints the terminal's size.
+  const std::string print_size =
+      "i=0; until s=$(/bin/busybox stty size 2>/dev/null) && [ \"$s\" != '0 0' ]; do "
+      "[ $i -ge 50 ] && break; sleep 0.2; i=$((i+1)); done; echo size=$s; "
+      "[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; exit 6";
+  std::vector<std::string> args{"run", "--rm", "-t", "--runtime", fs::canonical(kShim).string()};
+  for (const auto& f : s.fx.run_flags(false)) args.push_back(f);
+  args.insert(args.end(), {"--rootfs", s.rootfs, "tty", "/bin/sh", "-c", print_size});
+  auto tty = ctr_in_terminal(s.fx, args, 31, 97);
+  CHECK(tty.exit_code == 6);
+  CHECK(tty.out.find("size=31 97") != std::string::npos);
+  CHECK(tty.out.find("on-a-terminal") != std::string::npos);
 }
 
 TEST_CASE("vm: an OOM kill inside the guest: TaskOOM before TaskExit", "[vm-e2e][multi-version]") {

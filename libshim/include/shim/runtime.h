@@ -141,6 +141,11 @@ class Instance {
   // pidfd, as containerd's runc shim does; an Instance of ExitSource::kInstance must
   // implement it. Runs alongside the container's other calls.
   virtual Status kill_exec(const std::string& exec_id, int signal);
+  // The terminal of the init (`exec_id` empty) or of an exec was resized to `width` x
+  // `height` characters (ResizePty), after libshim resized the console it copies. Asked
+  // only of an Instance of ExitSource::kInstance, whose process's own terminal is
+  // elsewhere (a guest's pty); Unimplemented (the default): nothing more to do.
+  virtual Status resize_terminal(const std::string& exec_id, unsigned width, unsigned height);
   // Deletes the container once its init stopped (or was never started). Afterwards
   // libshim unmounts the rootfs it mounted.
   virtual Status remove() = 0;

@@ -46,6 +46,12 @@ Status GuardedInstance::kill_exec(const std::string& exec_id, int signal) {
   return guard("Instance::kill_exec", [&] { return instance_->kill_exec(exec_id, signal); });
 }
 
+Status GuardedInstance::resize_terminal(const std::string& exec_id, unsigned width,
+                                        unsigned height) {
+  return guard("Instance::resize_terminal",
+               [&] { return instance_->resize_terminal(exec_id, width, height); });
+}
+
 Status GuardedInstance::kill(int signal, bool all) {
   return guard("Instance::kill", [&] { return instance_->kill(signal, all); });
 }

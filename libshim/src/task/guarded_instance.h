@@ -32,6 +32,7 @@ class GuardedInstance {
   Status delete_exec(const std::string& exec_id);
   Status kill(int signal, bool all);
   Status kill_exec(const std::string& exec_id, int signal);
+  Status resize_terminal(const std::string& exec_id, unsigned width, unsigned height);
   Status remove();
   Status pause();
   Status resume();

@@ -10,6 +10,9 @@ namespace shim {
 Status Instance::delete_exec(const std::string&) { return {}; }
 Status Instance::kill(int, bool) { return not_implemented("kill"); }
 Status Instance::kill_exec(const std::string&, int) { return not_implemented("kill_exec"); }
+Status Instance::resize_terminal(const std::string&, unsigned, unsigned) {
+  return not_implemented("resize_terminal");
+}
 Status Instance::pause() { return not_implemented("pause"); }
 Status Instance::resume() { return not_implemented("resume"); }
 Status Instance::update(std::string_view) { return not_implemented("update"); }

@@ -353,7 +353,18 @@ void RuntimeTaskService::resize_pty(const CallInfo&, task::ResizePtyRequest requ
   if (!process->io) return reply(Empty());
   if (auto s = process->io->resize(request.width(), request.height()); !s.ok())
     return reply.fail(s);
-  reply(Empty());
+  if (container->holder->host_pids()) return reply(Empty());
+  // The process's own terminal is the runtime's (a guest's pty): it resizes that too.
+  auto work = [holder = container->holder, exec_id = request.exec_id(), width = request.width(),
+               height = request.height()] {
+    Status s = holder->instance.resize_terminal(exec_id, width, height);
+    return s.code() == Code::kUnimplemented ? Status() : s;
+  };
+  auto done = [reply](Status status) {
+    if (!status.ok()) return reply.fail(status);
+    reply(Empty());
+  };
+  post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
 }
 
 // ---- Pause, Resume, Update, Checkpoint ------------------------------------------------

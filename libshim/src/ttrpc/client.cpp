@@ -151,8 +151,13 @@ void ClientCore::adopt(int fd, std::function<void(Status)> done) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   if (state_ != State::kIdle) {
-    status = Status(Code::kFailedPrecondition, "ttrpc: adopt after connect");
-  } else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    // The connection this client has (or had) stays as it is.
+    ::close(fd);
+    Status refused(Code::kFailedPrecondition, "ttrpc: adopt after connect");
+    if (done) asio::post(executor_, [done = std::move(done), refused] { done(refused); });
+    return;
+  }
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     status = Status(Code::kInvalidArgument,
                     fmt::format("ttrpc: adopt fd {}: {}", fd, std::strerror(errno)));
   }

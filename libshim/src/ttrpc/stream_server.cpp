@@ -67,14 +67,6 @@ bool is_socket(int fd) {
 class StreamServer::Relays {
  public:
   std::vector<std::weak_ptr<asio::posix::stream_descriptor>> ends;
-  std::size_t open() const {
-    std::size_t count = 0;
-    for (const auto& end : ends) {
-      auto e = end.lock();
-      count += e && e->is_open() ? 1 : 0;
-    }
-    return count;
-  }
 };
 
 StreamServer::StreamServer(asio::any_io_executor executor, Router router)

@@ -31,7 +31,7 @@ class StreamServer {
   // is the peer the caller chose.
   [[nodiscard]] Status serve(int fd);
 
-  // Connections still open (a relayed fd counts while its relay runs).
+  // Connections still open (a relayed fd counts as the socket pair's end the server has).
   std::size_t connection_count() const;
 
  private:
