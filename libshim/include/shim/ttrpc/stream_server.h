@@ -18,8 +18,10 @@ namespace shim::ttrpc {
 
 class TtrpcServer;
 
+// Serves one Router on fds handed to it (see the file's description).
 class StreamServer {
  public:
+  // Serves `router` on `executor` (single-threaded).
   StreamServer(boost::asio::any_io_executor executor, Router router);
   ~StreamServer();  // closes every connection; calls in flight are dropped
   StreamServer(const StreamServer&) = delete;
