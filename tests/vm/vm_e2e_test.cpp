@@ -121,6 +121,14 @@ TEST_CASE("vm: a container runs in the pod's VM: stdio, exit codes, the guest's 
   REQUIRE(::uname(&host) == 0);
   CHECK(uname.out != std::string(host.release) + "\n");
 
+  // The guest reaches the host's files only through the share: the container's rootfs.
+  std::string host_file = s.fx.dir() + "/host-only";
+  std::ofstream(host_file) << "secret\n";
+  auto outside = s.fx.ctr(s.run({"--rm"}, "outside", {"/bin/cat", host_file}), 120s);
+  CHECK(outside.exit_code == 1);
+  CHECK(outside.out.empty());
+  CHECK(outside.err.find("No such file or directory") != std::string::npos);
+
   // stdin round trip, and over 16 MiB of stdout, byte-exact.
   std::string input;
   for (int i = 0; i < 20000; ++i) input += fmt::format("line {}\n", i);
