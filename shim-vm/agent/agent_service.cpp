@@ -244,8 +244,13 @@ void AgentService::start(pb::ContainerRequest request, Reply<pb::ProcessResponse
 void AgentService::exec(pb::ExecProcessRequest request, Reply<pb::ProcessResponse> reply) {
   Container* container = nullptr;
   if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
-  if (container->execs.contains(request.exec_id()))
-    return reply.fail(Status(Code::kAlreadyExists, fmt::format("exec {}", request.exec_id())));
+  // An id whose process ended is free again, even if its DeleteProcess has not come yet
+  // (the host answers Delete without waiting for it).
+  if (auto it = container->execs.find(request.exec_id()); it != container->execs.end()) {
+    if (!it->second->exit())
+      return reply.fail(Status(Code::kAlreadyExists, fmt::format("exec {}", request.exec_id())));
+    container->execs.erase(it);
+  }
   if (container->init->exit()) {
     return reply.fail(Status(Code::kFailedPrecondition,
                              fmt::format("container {} is not running", request.id())));
@@ -434,8 +439,10 @@ void AgentService::guest_stats(Reply<pb::GuestStatsResponse> reply) {
 }
 
 void AgentService::stats(pb::ContainerRequest request, Reply<pb::ContainerStatsResponse> reply) {
-  // No id: the guest's root cgroup, everything the pod's VM runs.
-  shim::CgroupPaths root{.version = shim::CgroupVersion::kV2, .unified = "/sys/fs/cgroup"};
+  // No id: the parent of every container's cgroup, the whole pod (the root cgroup has
+  // no memory.current).
+  shim::CgroupPaths root{.version = shim::CgroupVersion::kV2,
+                         .unified = "/sys/fs/cgroup/containers"};
   const shim::CgroupPaths* paths = &root;
   if (!request.id().empty()) {
     Container* container = nullptr;

@@ -96,8 +96,13 @@ json::value without_terminal(const json::value& process, unsigned* rows, unsigne
     const json::value* h = size->get_object().if_contains("height");
     const json::value* w = size->get_object().if_contains("width");
     if (h && w && h->is_number() && w->is_number()) {
-      *rows = h->to_number<unsigned>();
-      *columns = w->to_number<unsigned>();
+      // A size that is no small whole number is no size (it must not throw here).
+      boost::system::error_code ec_rows, ec_columns;
+      unsigned r = h->to_number<unsigned>(ec_rows), c = w->to_number<unsigned>(ec_columns);
+      if (!ec_rows && !ec_columns) {
+        *rows = r;
+        *columns = c;
+      }
     }
   }
   o.erase("terminal");

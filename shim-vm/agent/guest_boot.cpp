@@ -86,6 +86,9 @@ shim::Status mount_kernel_filesystems() {
       start = end + 1;
     }
     std::ofstream("/sys/fs/cgroup/cgroup.subtree_control") << enable;
+    // The parent of every container's cgroup, there from the start: the pod's metrics.
+    ::mkdir("/sys/fs/cgroup/containers", 0755);
+    std::ofstream("/sys/fs/cgroup/containers/cgroup.subtree_control") << enable;
   }
   return {};
 }

@@ -28,9 +28,11 @@ void OutputStream::read(std::size_t max_bytes, ReadDone done) {
   pipe_->async_read_some(asio::buffer(*buffer),
                          [this, pipe = pipe_, buffer, done = std::move(done)](
                              boost::system::error_code error, std::size_t size) {
-                           // `this` lives while its pipe is open; a closed pipe answers
-                           // operation_aborted.
-                           if (error == asio::error::operation_aborted) return done({}, {}, true);
+                           // `this` lives while its pipe is open: close() comes first
+                           // when it goes, so a handler that finds the pipe closed (also
+                           // one queued before the close) touches nothing of it.
+                           if (error == asio::error::operation_aborted || !pipe->is_open())
+                             return done({}, {}, true);
                            reading_ = false;
                            if (error) {  // EOF, or EIO from a terminal whose last holder closed it
                              eof_ = true;

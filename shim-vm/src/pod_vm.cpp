@@ -400,30 +400,17 @@ pid_t pod_process(const std::string& state_dir, const char* name) {
   return pid;
 }
 
-// Whether `pid`'s parent is a shim running our own program: the pod's shim still serves.
-bool parent_is_our_shim(pid_t pid) {
-  std::string status;
-  if (!shim::read_file(fmt::format("/proc/{}/status", pid), &status).ok()) return false;
-  auto at = status.find("\nPPid:");
-  if (at == std::string::npos) return false;
-  pid_t parent = static_cast<pid_t>(std::strtol(status.c_str() + at + 6, nullptr, 10));
-  std::error_code a, b;
-  auto theirs = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", parent), a);
-  auto ours = std::filesystem::read_symlink("/proc/self/exe", b);
-  return parent > 1 && !a && !b && theirs == ours;
-}
-
 }  // namespace
 
 // containerd runs `delete` for a task whose connection it dropped, also when the pod's
 // shim still serves the pod's other containers (1.6 after a grouped task's Delete): then
 // nothing of the pod is touched. Only when the shim is gone does the VM go.
 bool PodVm::clean_up(const std::string& state_dir) {
-  pid_t qemu = pod_process(state_dir, "qemu.pid");
-  if (qemu > 0 && parent_is_our_shim(qemu)) return false;
-  for (pid_t pid : {qemu, pod_process(state_dir, "virtiofsd.pid")}) {
-    if (pid > 0) ::kill(pid, SIGKILL);
-  }
+  // qemu dies with its shim (parent-death signal): a running qemu means a running shim,
+  // also one whose binary was replaced on disk since.
+  if (pod_process(state_dir, "qemu.pid") > 0) return false;
+  if (pid_t virtiofsd = pod_process(state_dir, "virtiofsd.pid"); virtiofsd > 0)
+    ::kill(virtiofsd, SIGKILL);
   remove_state_dir(state_dir);
   return true;
 }

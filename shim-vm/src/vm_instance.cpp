@@ -294,7 +294,10 @@ Status VmInstance::resize_terminal(const std::string& exec_id, unsigned width, u
   request.set_exec_id(exec_id);
   request.set_width(width);
   request.set_height(height);
-  return vm_.agent()->sync<agent::Empty>("ResizeTerminal", request, nullptr);
+  Status s = vm_.agent()->sync<agent::Empty>("ResizeTerminal", request, nullptr);
+  // An exec created but not started is not in the guest yet: nothing to size, as in Go.
+  if (!exec_id.empty() && s.code() == shim::Code::kNotFound) return {};
+  return s;
 }
 
 }  // namespace shim_vm

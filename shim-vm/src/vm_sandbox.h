@@ -1,7 +1,7 @@
 // VmSandbox: the pod's VM as containerd 2.x's sandbox API sees it (a handler with
 // `sandboxer = "shim"`, shim/sandbox.h): StartSandbox boots the VM (no pause container),
 // its pid is qemu's; StopSandbox and ShutdownSandbox stop it; SandboxMetrics are the
-// guest's root cgroup (everything the pod's VM runs). The containers the pod's tasks then
+// guest's cgroup of all its containers. The containers the pod's tasks then
 // create run in that VM (VmRuntime, the same one).
 //
 // Threading: as shim::Sandbox (the pool, one call at a time).
