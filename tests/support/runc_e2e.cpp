@@ -81,9 +81,23 @@ std::vector<std::string> RuncE2e::run(const std::vector<std::string>& flags, con
   return args;
 }
 
-std::string RuncE2e::task_status(const std::string& id) const {
+std::string task_status(const PrivateContainerd& fx, const std::string& id) {
   auto row = task_row(fx, id);
   return row ? row->second : "";
+}
+
+bool wait_task_status(const PrivateContainerd& fx, const std::string& id, const std::string& status,
+                      std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (task_status(fx, id) == status) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+std::string RuncE2e::task_status(const std::string& id) const {
+  return shim::test::task_status(fx, id);
 }
 
 pid_t RuncE2e::task_pid(const std::string& id) const {
@@ -93,12 +107,7 @@ pid_t RuncE2e::task_pid(const std::string& id) const {
 
 bool RuncE2e::wait_status(const std::string& id, const std::string& status,
                           std::chrono::milliseconds timeout) const {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (task_status(id) == status) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
+  return wait_task_status(fx, id, status, timeout);
 }
 
 std::vector<pid_t> live_shims(const std::string& binary, const std::string& ns) {

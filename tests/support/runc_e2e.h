@@ -41,6 +41,11 @@ struct RuncE2e {
   std::string rootfs;
 };
 
+// Task status of `id` as `ctr task ls` prints it ("" when not listed), and a poll for one.
+std::string task_status(const PrivateContainerd& fx, const std::string& id);
+bool wait_task_status(const PrivateContainerd& fx, const std::string& id, const std::string& status,
+                      std::chrono::milliseconds timeout);
+
 // Live (non-zombie) processes whose executable is `binary` and whose command line has
 // `-namespace <ns>`: the shim daemons of that namespace (the `start` helper exits fast).
 std::vector<pid_t> live_shims(const std::string& binary, const std::string& ns);

@@ -64,23 +64,9 @@ struct VmSetup {
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
-  std::string task_status(const std::string& id) const {
-    auto ls = fx.ctr_ok({"task", "ls"});
-    std::istringstream lines(ls.out);
-    std::string line;
-    while (std::getline(lines, line)) {
-      std::istringstream words(line);
-      std::string task, pid, status;
-      if (words >> task >> pid >> status && task == id) return status;
-    }
-    return "";
-  }
+  std::string task_status(const std::string& id) const { return shim::test::task_status(fx, id); }
   bool wait_status(const std::string& id, const std::string& status) const {
-    for (int i = 0; i < 300; ++i) {
-      if (task_status(id) == status) return true;
-      ::usleep(100'000);
-    }
-    return false;
+    return wait_task_status(fx, id, status, 30s);
   }
   std::vector<std::string> exec(const std::string& id, const std::string& exec_id,
                                 const std::vector<std::string>& args) const {
@@ -159,21 +145,6 @@ CommandResult ctr_in_terminal(const PrivateContainerd& fx, const std::vector<std
   }
   for (const std::string& word : args) command += " " + quote(word);
   return run_command({"/usr/bin/script", "-qec", command, "/dev/null"}, {.timeout = 120s});
-}
-
-// The shim daemon of task `id`: the process whose command line names this containerd and
-// the task, and is not the `start` action.
-int shim_pid_of(const PrivateContainerd& fx, const std::string& id) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(fx.grpc_address()) != std::string::npos &&
-        cmdline.find(std::string("-id") + '\0' + id) != std::string::npos &&
-        cmdline.find("start") == std::string::npos) {
-      return std::stoi(entry.path().filename().string());
-    }
-  }
-  return 0;
 }
 
 // The qemu processes whose command line names the VM state dir of this containerd's pods.
@@ -320,8 +291,9 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
   VmSetup s;
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "victim", {"/bin/sleep", "3600"}), 120s).ok());
   REQUIRE(s.wait_status("victim", "RUNNING"));
-  int shim = shim_pid_of(s.fx, "victim");
-  REQUIRE(shim > 0);
+  std::vector<pid_t> shims = live_shims(fs::canonical(kShim).string(), s.fx.ns());
+  REQUIRE(shims.size() == 1);
+  pid_t shim = shims[0];
   REQUIRE_FALSE(qemu_pids().empty());
   REQUIRE(::kill(shim, SIGKILL) == 0);
   // containerd sees the shim gone, runs `delete` and marks the task stopped.
