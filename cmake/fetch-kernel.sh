@@ -6,6 +6,7 @@
 #   <cache>/vm-kernel/release              its `uname -r` (e.g. 6.1.0-57-cloud-amd64)
 #   <cache>/vm-kernel/modules/*.ko         the guest's modules, uncompressed
 #   <cache>/vm-kernel/modules/load-order   their file names, one a line, dependencies first
+#   <cache>/vm-kernel/modules/wanted       the wanted_modules it was made for
 #   <cache>/vm-kernel/.deb-version         "<version> <suite> <package>"
 #
 # The modules are those the guest needs (wanted_modules below) with everything they
@@ -33,8 +34,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 meta=linux-image-cloud-amd64
 version_pattern='^6\.1\.'
 # What the guest needs: the virtio-mmio transport (microvm), virtio-serial (the agent's
-# channel), virtio-fs (the shared directory) and overlayfs (container root filesystems).
-wanted_modules=(virtio_ring virtio virtio_mmio virtio_console fuse virtiofs overlay)
+# channel), virtio-fs (the shared directory), overlayfs (container root filesystems) and
+# the balloon (free page reporting gives what the guest frees back to the host).
+wanted_modules=(virtio_ring virtio virtio_mmio virtio_console fuse virtiofs overlay
+                virtio_balloon)
 
 root="$cache/vm-kernel"
 say() { echo "fetch-kernel: $*"; }
@@ -42,6 +45,8 @@ say() { echo "fetch-kernel: $*"; }
 installed() {
   [[ -s $root/.deb-version && -s $root/vmlinuz && -s $root/release &&
      -s $root/modules/load-order ]] || return 1
+  # A cache made for another module list is made again.
+  [[ "$(cat "$root/modules/wanted" 2>/dev/null)" == "${wanted_modules[*]}" ]] || return 1
   local ko
   while read -r ko; do
     [[ -s $root/modules/$ko ]] || return 1
@@ -183,6 +188,7 @@ install_version() {
     esac || { echo "cannot decompress $ko"; return 1; }
     basename "${ko%.[gx]z}" >>"$stage/modules/load-order"
   done <<<"$out"
+  echo "${wanted_modules[*]}" >"$stage/modules/wanted"
   echo "$version $suite $package" >"$stage/.deb-version"
   rm -rf "$root" "$dl"
   mv "$stage" "$root"

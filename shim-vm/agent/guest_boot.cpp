@@ -108,6 +108,13 @@ shim::Status load_modules(const std::string& dir) {
   return {};
 }
 
+void tune_page_reporting() {
+  // Written after virtio_balloon registered: Linux 6.1's page_reporting_register() sets
+  // the order from the driver, overriding a boot parameter (mm/page_reporting.c). Order 3
+  // found 40 MiB more than order 9 and within 3 MiB of order 0, at 1/8 of its reports.
+  std::ofstream("/sys/module/page_reporting/parameters/page_reporting_order") << "3";
+}
+
 shim::Status mount_shared(const std::string& tag, const std::string& target) {
   ::mkdir(target.c_str(), 0755);
   if (::mount(tag.c_str(), target.c_str(), "virtiofs", MS_NOSUID | MS_NODEV, nullptr) != 0)

@@ -25,6 +25,10 @@ shim::Status leave_initramfs();
 shim::Status mount_kernel_filesystems();
 // Loads the modules named in `dir`/load-order, in that order, from `dir`.
 shim::Status load_modules(const std::string& dir);
+// Lets the balloon's free page reporting hand free blocks of 32 KiB and more back to the
+// host (the kernel's default, 2 MiB blocks, leaves most of what boot touched and freed on
+// the host). Needs /sys; a kernel without page reporting is left as it is.
+void tune_page_reporting();
 // Mounts the virtio-fs share `tag` at `target`.
 shim::Status mount_shared(const std::string& tag, const std::string& target);
 // Opens the virtio-serial port named `name` (read/write), waiting up to `timeout_ms` for

@@ -52,6 +52,7 @@ int main() {
   if (shim::Status s = load_modules("/lib/modules"); !s.ok()) fail(s);
   if (shim::Status s = leave_initramfs(); !s.ok()) fail(s);
   if (shim::Status s = mount_kernel_filesystems(); !s.ok()) fail(s);
+  tune_page_reporting();
   if (shim::Status s = mount_shared("shared", kSharedDir); !s.ok()) fail(s);
   shim::UniqueFd channel;
   if (shim::Status s = open_channel(kChannelName, 5000, &channel); !s.ok()) fail(s);

@@ -26,6 +26,8 @@ struct VmSettings {
   std::string accel_reason;  // why that one ("auto: /dev/kvm has no vmx/svm CPU")
   unsigned memory_mib = 256;
   unsigned cpus = 1;
+  // TCG's translation cache (qemu -accel tcg,tb-size): host memory against boot time.
+  unsigned tcg_cache_mib = 16;
   std::chrono::milliseconds boot_timeout{60000};
 };
 
