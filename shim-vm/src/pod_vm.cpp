@@ -18,6 +18,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "host_cgroup.h"
 #include "shim/fs.h"
 #include "shim/logger.h"
 #include "shim/process/reaper.h"
@@ -213,8 +214,10 @@ std::vector<std::string> qemu_argv(const VmSettings& s, const std::string& dir) 
   return argv;
 }
 
-shim::SpawnRequest daemon_request(std::vector<std::string> argv, int log_fd) {
+shim::SpawnRequest daemon_request(std::vector<std::string> argv, int log_fd,
+                                  const shim::ContainerCgroup* cgroup) {
   shim::SpawnRequest request;
+  if (cgroup != nullptr) request.cgroup_procs = cgroup->procs_files();
   request.path = argv.front();
   request.argv = std::move(argv);
   request.fds = {{1, log_fd}, {2, log_fd}};
@@ -226,7 +229,8 @@ shim::SpawnRequest daemon_request(std::vector<std::string> argv, int log_fd) {
 }  // namespace
 
 Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
-                   const std::string& state_dir, std::unique_ptr<PodVm>* out) {
+                   const std::string& state_dir, const std::string& host_cgroup,
+                   std::unique_ptr<PodVm>* out) {
   std::unique_ptr<PodVm> vm(new PodVm());
   vm->context_ = &context;
   vm->settings_ = settings;
@@ -242,6 +246,10 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   shim::UniqueFd log(
       ::open((state_dir + "/vm.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!log.valid()) return sys_error("open vm.log");
+  if (!host_cgroup.empty()) {
+    if (Status s = make_vm_cgroup(host_cgroup, state_dir + "/cgroup", &vm->cgroup_); !s.ok())
+      return s;
+  }
 
   auto deadline = Clock::now() + settings.boot_timeout;
   shim::ClaimedProcess virtiofsd;
@@ -251,7 +259,9 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
                                        "source=" + vm->shared_dir_,
                                        "-o",
                                        "cache=auto"};
-  if (Status s = spawn_from_loop(context, daemon_request(vfs_argv, log.get()), &virtiofsd); !s.ok())
+  if (Status s = spawn_from_loop(context, daemon_request(vfs_argv, log.get(), vm->cgroup_.get()),
+                                 &virtiofsd);
+      !s.ok())
     return Status(s.code(), fmt::format("start virtiofsd: {}", s.message()));
   vm->virtiofsd_pid_ = virtiofsd.pid;
   vm->virtiofsd_exit_ = virtiofsd.exit;
@@ -267,8 +277,9 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   }
 
   shim::ClaimedProcess qemu;
-  if (Status s = spawn_from_loop(context, daemon_request(qemu_argv(settings, state_dir), log.get()),
-                                 &qemu);
+  if (Status s = spawn_from_loop(
+          context, daemon_request(qemu_argv(settings, state_dir), log.get(), vm->cgroup_.get()),
+          &qemu);
       !s.ok())
     return Status(s.code(), fmt::format("start qemu: {}", s.message()));
   vm->qemu_pid_ = qemu.pid;
@@ -383,12 +394,17 @@ void PodVm::on_exit(std::function<void(std::string reason)> callback) {
 
 // No wait for their exits: the shim may be ending (its loop, which reaps, stopped); the
 // share is unmounted lazily whoever still holds it.
-void PodVm::stop() {
+void PodVm::stop(Reaping reaping) {
   if (shared_->stopped.exchange(true)) return;
   if (agent_) agent_->close();
   // Not once reaped: the pid may be another process's by now.
   if (qemu_pid_ > 0 && !qemu_exit_.ready()) ::kill(qemu_pid_, SIGKILL);
   if (virtiofsd_pid_ > 0 && !virtiofsd_exit_.ready()) ::kill(virtiofsd_pid_, SIGKILL);
+  // Killed processes leave their cgroup once reaped (end_vm_cgroup).
+  if (cgroup_) {
+    if (Status s = end_vm_cgroup(*cgroup_, reaping == Reaping::kHere); !s.ok() && context_)
+      context_->logger.warn("pod VM cgroup not removed", {{"error", s.message()}});
+  }
   remove_state_dir(state_dir_);
 }
 
@@ -418,6 +434,8 @@ bool PodVm::clean_up(const std::string& state_dir) {
   if (pod_process(state_dir, "qemu.pid") > 0) return false;
   if (pid_t virtiofsd = pod_process(state_dir, "virtiofsd.pid"); virtiofsd > 0)
     ::kill(virtiofsd, SIGKILL);
+  std::string cgroup_dirs;
+  if (shim::read_file(state_dir + "/cgroup", &cgroup_dirs).ok()) remove_cgroup_dirs(cgroup_dirs);
   remove_state_dir(state_dir);
   return true;
 }

@@ -25,6 +25,7 @@
 
 #include "agent_client.h"
 #include "shim/instance_events.h"
+#include "shim/linux/container_cgroup.h"
 #include "shim/process/exit_future.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
@@ -35,10 +36,12 @@ namespace shim_vm {
 class PodVm {
  public:
   // Boots the VM whose files live in `state_dir` (created; a short path: sockets are
-  // there). Blocks until the agent answered, or fails naming the step, with the end of
-  // the guest's console when the guest got that far.
+  // there), its host processes in the cgroup `host_cgroup` (made; host_cgroup.h) unless
+  // that is empty. Blocks until the agent answered, or fails naming the step, with the
+  // end of the guest's console when the guest got that far.
   static shim::Status boot(shim::ServiceContext& context, const VmSettings& settings,
-                           const std::string& state_dir, std::unique_ptr<PodVm>* out);
+                           const std::string& state_dir, const std::string& host_cgroup,
+                           std::unique_ptr<PodVm>* out);
   ~PodVm();  // stop()
 
   const std::shared_ptr<AgentClient>& agent() const { return agent_; }
@@ -58,11 +61,18 @@ class PodVm {
   // or a killed qemu) with the reason; once.
   void on_exit(std::function<void(std::string reason)> callback);
 
-  // Kills qemu and virtiofsd, unmounts the shared directory and removes the state dir.
-  void stop();
+  // Who reaps the killed qemu and virtiofsd, which leave their cgroup only once reaped.
+  enum class Reaping {
+    kByLoop,  // the shim's reaper, on the loop that still runs
+    kHere,    // stop() itself: the loop has stopped (the shim is exiting)
+  };
+  // Kills qemu and virtiofsd, removes their cgroup, unmounts the shared directory and
+  // removes the state dir.
+  void stop(Reaping reaping = Reaping::kByLoop);
 
   // The `delete` action's clean-up after a shim that died: the same from the state dir
-  // alone (pid files, mounts). Nothing, and false, while the pod's shim still runs.
+  // alone (pid files, the cgroup's directories, mounts). Nothing, and false, while the pod's shim
+  // still runs.
   static bool clean_up(const std::string& state_dir);
 
  private:
@@ -92,6 +102,7 @@ class PodVm {
   shim::ExitFuture qemu_exit_;
   shim::ExitFuture virtiofsd_exit_;
   std::shared_ptr<AgentClient> agent_;
+  std::unique_ptr<shim::ContainerCgroup> cgroup_;  // where qemu and virtiofsd run, if made
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 

@@ -1,5 +1,6 @@
 #include "vm_runtime.h"
 
+#include "host_cgroup.h"
 #include "shim/logger.h"
 #include "state_dir.h"
 #include "vm_instance.h"
@@ -11,11 +12,12 @@ using shim::Status;
 VmRuntime::VmRuntime(shim::ServiceContext& context, std::string kernel, std::string initrd)
     : context_(context), kernel_(std::move(kernel)), initrd_(std::move(initrd)) {}
 
+// libshim destroys the runtime after its loop stopped: nothing reaps the VM's processes.
 VmRuntime::~VmRuntime() {
-  if (vm_) vm_->stop();
+  if (vm_) vm_->stop(PodVm::Reaping::kHere);
 }
 
-Status VmRuntime::vm(PodVm** vm) {
+Status VmRuntime::vm(const std::string& host_cgroup, PodVm** vm) {
   std::lock_guard lock(mutex_);
   if (!failed_.ok()) return failed_;
   if (vm_) {
@@ -26,7 +28,7 @@ Status VmRuntime::vm(PodVm** vm) {
   if (Status s = vm_settings(kernel_, initrd_, &settings); !s.ok()) return s;
   auto started = std::chrono::steady_clock::now();
   std::string dir = pod_state_dir(context_.identity.ns, context_.identity.id);
-  Status booted = PodVm::boot(context_, settings, dir, &vm_);
+  Status booted = PodVm::boot(context_, settings, dir, host_cgroup, &vm_);
   if (!booted.ok()) {
     vm_.reset();
     remove_state_dir(dir);
@@ -39,6 +41,7 @@ Status VmRuntime::vm(PodVm** vm) {
                                          {"accel_reason", settings.accel_reason},
                                          {"kernel", vm_->kernel_release()},
                                          {"boot_ms", std::to_string(took.count())},
+                                         {"host_cgroup", host_cgroup},
                                          {"state_dir", dir}});
   vm_->on_exit([this](std::string reason) {
     context_.logger.error("pod VM ended", {{"error", reason}});
@@ -66,7 +69,13 @@ void VmRuntime::stop_vm(const std::string& reason) {
 Status VmRuntime::open(const shim::ContainerConfig& config,
                        std::unique_ptr<shim::Instance>* instance) {
   PodVm* vm = nullptr;
-  if (Status s = this->vm(&vm); !s.ok()) return s;
+  std::string why_none;
+  std::string host_cgroup = vm_cgroup_of_spec(config.spec, &why_none);
+  if (host_cgroup.empty()) {
+    std::lock_guard lock(mutex_);
+    if (!vm_) context_.logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
+  }
+  if (Status s = this->vm(host_cgroup, &vm); !s.ok()) return s;
   *instance = std::make_unique<VmInstance>(context_, config, *vm);
   return {};
 }

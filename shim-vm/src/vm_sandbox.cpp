@@ -1,5 +1,8 @@
 #include "vm_sandbox.h"
 
+#include "host_cgroup.h"
+#include "shim/linux/pod_cgroup.h"
+
 namespace shim_vm {
 
 using shim::Status;
@@ -11,7 +14,7 @@ constexpr std::uint32_t kVmEndedStatus = 255;
 
 Status VmSandbox::start(shim::SandboxStarted* started) {
   PodVm* vm = nullptr;
-  if (Status s = runtime_.vm(&vm); !s.ok()) return s;
+  if (Status s = runtime_.vm(host_cgroup_, &vm); !s.ok()) return s;
   // CRI joins its containers to this pid's namespaces; in the guest a namespace given by a
   // path is the VM's own, so any live host process of the pod does: qemu.
   started->pid = static_cast<std::uint32_t>(vm->qemu_pid());
@@ -33,6 +36,8 @@ Status VmSandbox::shutdown() {
 Status VmSandbox::metrics(containerd::types::Metric* metric) {
   PodVm* vm = nullptr;
   if (Status s = runtime_.running_vm(&vm); !s.ok()) return s;
+  if (!cgroup_parent_.empty())
+    return shim::pod_cgroup_metrics(shim::CgroupFs(), cgroup_parent_, metric->mutable_data());
   agent::ContainerRequest request;  // no id: the guest's root cgroup
   agent::ContainerStatsResponse response;
   if (Status s = vm->agent()->sync("ContainerStats", request, &response); !s.ok()) return s;
@@ -50,9 +55,15 @@ Status VmSandbox::details(boost::json::object* info) const {
   return {};
 }
 
-Status VmSandboxRuntime::create(const shim::SandboxConfig&, shim::SandboxEvents& events,
+Status VmSandboxRuntime::create(const shim::SandboxConfig& config, shim::SandboxEvents& events,
                                 std::unique_ptr<shim::Sandbox>* sandbox) {
-  *sandbox = std::make_unique<VmSandbox>(runtime_, events);
+  std::string host_cgroup, cgroup_parent, why_none;
+  if (Status s = vm_cgroup_of_sandbox(config, &host_cgroup, &cgroup_parent, &why_none); !s.ok())
+    return s;
+  if (host_cgroup.empty())
+    runtime_.context().logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
+  *sandbox = std::make_unique<VmSandbox>(runtime_, events, std::move(host_cgroup),
+                                         std::move(cgroup_parent));
   return {};
 }
 

@@ -1,8 +1,10 @@
 // VmSandbox: the pod's VM as containerd 2.x's sandbox API sees it (a handler with
 // `sandboxer = "shim"`, shim/sandbox.h): StartSandbox boots the VM (no pause container),
-// its pid is qemu's; StopSandbox and ShutdownSandbox stop it; SandboxMetrics are the
-// guest's cgroup of all its containers. The containers the pod's tasks then
-// create run in that VM (VmRuntime, the same one).
+// its pid is qemu's, its host processes run in the pod's cgroup (host_cgroup.h);
+// StopSandbox and ShutdownSandbox stop it; SandboxMetrics are the pod's cgroup on the host
+// (the VM as the host sees it: its memory, guest RAM included, and all its CPU), or the
+// guest's cgroup of all its containers for a pod without a cgroup parent. The containers the pod's
+// tasks then create run in that VM (VmRuntime, the same one).
 //
 // Threading: as shim::Sandbox (the pool, one call at a time).
 #pragma once
@@ -16,7 +18,13 @@ namespace shim_vm {
 
 class VmSandbox final : public shim::Sandbox {
  public:
-  VmSandbox(VmRuntime& runtime, shim::SandboxEvents& events) : runtime_(runtime), events_(events) {}
+  // `host_cgroup` and `cgroup_parent` from vm_cgroup_of_sandbox(); empty: none.
+  VmSandbox(VmRuntime& runtime, shim::SandboxEvents& events, std::string host_cgroup,
+            std::string cgroup_parent)
+      : runtime_(runtime),
+        events_(events),
+        host_cgroup_(std::move(host_cgroup)),
+        cgroup_parent_(std::move(cgroup_parent)) {}
 
   shim::Status start(shim::SandboxStarted* started) override;
   shim::Status stop(std::chrono::seconds timeout, std::uint32_t* exit_status) override;
@@ -27,6 +35,8 @@ class VmSandbox final : public shim::Sandbox {
  private:
   VmRuntime& runtime_;
   shim::SandboxEvents& events_;
+  std::string host_cgroup_;
+  std::string cgroup_parent_;
 };
 
 class VmSandboxRuntime final : public shim::SandboxRuntime {

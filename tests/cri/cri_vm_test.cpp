@@ -4,8 +4,10 @@
 // and CRI logs, ExecSync, stats, the guest's kernel, and nothing left after teardown.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
@@ -41,6 +43,32 @@ std::size_t vm_count() {
       ++count;
   }
   return count;
+}
+
+// The programs of the processes in the host cgroup `relative` (memory controller's).
+std::vector<std::string> programs_in_cgroup(const std::string& relative) {
+  std::vector<std::string> programs;
+  std::istringstream procs(cgroup_value("memory", relative, "cgroup.procs"));
+  for (std::string pid; procs >> pid;) {
+    std::ifstream in("/proc/" + pid + "/cmdline");
+    std::string program;
+    std::getline(in, program, '\0');
+    programs.push_back(fs::path(program).filename().string());
+  }
+  std::sort(programs.begin(), programs.end());
+  return programs;
+}
+
+// The VM runs in the pod's cgroup on the host, so the pod's stats count it: its memory
+// (the guest RAM it touched, well over 32 MiB) and its CPU.
+void check_vm_in_pod_cgroup(CriClient& client, const std::string& pod_id,
+                            const std::string& vm_cgroup) {
+  CHECK(programs_in_cgroup(vm_cgroup) ==
+        std::vector<std::string>{"qemu-system-x86_64", "virtiofsd", "virtiofsd"});
+  std::vector<v1::PodSandboxStats> stats = client.pod_stats(pod_id);
+  REQUIRE(stats.size() == 1);
+  CHECK(stats[0].linux().memory().working_set_bytes().value() > (32u << 20));
+  CHECK(stats[0].linux().cpu().usage_core_nano_seconds().value() > 0);
 }
 
 }  // namespace
@@ -94,11 +122,15 @@ TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync,
   CHECK(stats.has_cpu());
   CHECK(vm_count() == vms_before + 1);
   CHECK(shim_processes(daemon.fx().grpc_address()).size() == 1);
+  // The pause container's cgroup (<cgroup parent>/<pod id>) holds the VM.
+  const std::string vm_cgroup = daemon.cgroup_parent() + "/" + pod.id;
+  check_vm_in_pod_cgroup(client, pod.id, vm_cgroup);
 
-  // The pod stops and goes, and its VM with it.
+  // The pod stops and goes, and its VM with it, and the VM's cgroup.
   remove_pod(client, pod);
   CHECK(wait_until([&] { return shim_processes(daemon.fx().grpc_address()).empty(); }, 30s));
   CHECK(wait_until([&] { return vm_count() == vms_before; }, 10s));
+  CHECK(cgroup_dirs(vm_cgroup).empty());
 }
 
 }  // namespace shim::test::cri
@@ -143,10 +175,14 @@ TEST_CASE("CRI: a VM pod without a pause container (sandboxer = \"shim\", contai
     }
   }
   CHECK(vm_count() == vms_before + 1);
+  // StartSandbox put the VM in a cgroup of its own under the pod's.
+  const std::string vm_cgroup = daemon.cgroup_parent() + "/libshim-vm-" + pod.id;
+  check_vm_in_pod_cgroup(client, pod.id, vm_cgroup);
 
   remove_pod(client, pod);
   CHECK(wait_until([&] { return shim_processes(daemon.fx().grpc_address()).empty(); }, 30s));
   CHECK(wait_until([&] { return vm_count() == vms_before; }, 10s));
+  CHECK(cgroup_dirs(vm_cgroup).empty());
 }
 
 }  // namespace shim::test::cri

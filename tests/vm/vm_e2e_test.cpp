@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -17,9 +18,11 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "shim/linux/cgroup.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
 #include "support/ttrpc_harness.h"
+#include "support/wait_until.h"
 
 namespace shim::test {
 namespace {
@@ -171,11 +174,33 @@ std::vector<int> qemu_pids() {
   return pids;
 }
 
+// The programs of the processes in the host cgroup `path` (its memory controller's on v1).
+std::vector<std::string> programs_in_cgroup(const std::string& path) {
+  std::string dir = shim::host_cgroup_version() == shim::CgroupVersion::kV2
+                        ? "/sys/fs/cgroup" + path
+                        : "/sys/fs/cgroup/memory" + path;
+  std::vector<std::string> programs;
+  std::ifstream procs(dir + "/cgroup.procs");
+  for (std::string pid; std::getline(procs, pid);) {
+    std::ifstream in("/proc/" + pid + "/cmdline");
+    std::string program;
+    std::getline(in, program, '\0');
+    programs.push_back(fs::path(program).filename().string());
+  }
+  std::sort(programs.begin(), programs.end());
+  return programs;
+}
+
 TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][multi-version]") {
   SKIP_WITHOUT_VM();
   VmSetup s;
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/bin/sleep", "3600"}), 120s).ok());
   REQUIRE(s.wait_status("spin", "RUNNING"));
+  // The VM runs in the container's cgroup on the host (ctr's cgroupsPath /<ns>/<id>): the
+  // pod's host cost is counted where the pod's is. virtiofsd is two processes.
+  const std::string pod_cgroup = fmt::format("/{}/spin", s.fx.ns());
+  CHECK(programs_in_cgroup(pod_cgroup) ==
+        std::vector<std::string>{"qemu-system-x86_64", "virtiofsd", "virtiofsd"});
 
   auto exec = s.fx.ctr(s.exec("spin", "e1", {"/bin/sh", "-c", "cat /etc/message; exit 7"}));
   CHECK(exec.exit_code == 7);
@@ -217,6 +242,11 @@ TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][
   CHECK(exit->find("\"exit_status\":137") != std::string::npos);
   REQUIRE(s.wait_status("spin", "STOPPED"));
   REQUIRE(s.fx.ctr_ok({"task", "rm", "spin"}).ok());
+  // The pod's last task is gone, so is its VM, and its cgroup with it.
+  const std::string memory_dir = shim::host_cgroup_version() == shim::CgroupVersion::kV2
+                                     ? "/sys/fs/cgroup" + pod_cgroup
+                                     : "/sys/fs/cgroup/memory" + pod_cgroup;
+  CHECK(wait_until([&] { return !fs::exists(memory_dir); }, 10s));
 }
 
 TEST_CASE("vm: a terminal in the guest: the size ctr sends, output, the exit code",

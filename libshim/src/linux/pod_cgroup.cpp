@@ -1,10 +1,10 @@
-#include "linux/pod_cgroup.h"
+#include "shim/linux/pod_cgroup.h"
 
 #include <sys/stat.h>
 
 #include <fmt/format.h>
 
-namespace shim::linux_pod {
+namespace shim {
 
 namespace {
 
@@ -90,4 +90,4 @@ shim::Status pod_cgroup_metrics(const shim::CgroupFs& fs, const std::string& cgr
   return shim::collect_metrics_any(fs, &paths, data);
 }
 
-}  // namespace shim::linux_pod
+}  // namespace shim

@@ -15,7 +15,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/json/array.hpp>
 
-#include "linux/pod_cgroup.h"
 #include "linux/pod_files.h"
 #include "linux/pod_holder_state.h"
 #include "linux/pod_namespaces.h"
@@ -23,6 +22,7 @@
 #include "linux/pod_plan.h"
 #include "linux/pod_sysctls.h"
 #include "shim/fs.h"
+#include "shim/linux/pod_cgroup.h"
 #include "shim/logger.h"
 #include "shim/process/work_pool.h"
 #include "upgrade/state_fields.h"

@@ -7,10 +7,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "linux/pod_cgroup.h"
 #include "linux/pod_plan.h"
 #include "linux/pod_sysctls.h"
 #include "shim/fs.h"
+#include "shim/linux/pod_cgroup.h"
 #include "shim/pb/cgroups/v1_metrics.pb.h"
 #include "support/temp_dir.h"
 
@@ -161,7 +161,7 @@ TEST_CASE("pod sysctls: written under proc_sys, errors name key and file", "[pod
 }
 
 TEST_CASE("pod cgroup: cgroup parents expand as runc's systemd driver does", "[pod_sandbox]") {
-  using shim::linux_pod::expand_cgroup_parent;
+  using shim::expand_cgroup_parent;
   std::string path;
   REQUIRE(expand_cgroup_parent("kubepods-besteffort-pod1234.slice", &path).ok());
   CHECK(path == "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234.slice");
@@ -187,29 +187,26 @@ TEST_CASE("pod cgroup: directories and metrics of the pod's cgroup", "[pod_sandb
   REQUIRE(shim::write_file(dir.sub("pids/kubepods/pod1/pids.current"), "7\n", 0644).ok());
   REQUIRE(shim::write_file(dir.sub("pids/kubepods/pod1/pids.max"), "max\n", 0644).ok());
   shim::CgroupPaths paths;
-  REQUIRE(shim::linux_pod::pod_cgroup_paths(fs, shim::CgroupVersion::kV1, "/kubepods/pod1", &paths)
-              .ok());
+  REQUIRE(shim::pod_cgroup_paths(fs, shim::CgroupVersion::kV1, "/kubepods/pod1", &paths).ok());
   CHECK(paths.controllers ==
         std::map<std::string, std::string>{{"memory", dir.sub("memory/kubepods/pod1")},
                                            {"pids", dir.sub("pids/kubepods/pod1")}});
   shim::Status gone =
-      shim::linux_pod::pod_cgroup_paths(fs, shim::CgroupVersion::kV1, "/kubepods/pod2", &paths);
+      shim::pod_cgroup_paths(fs, shim::CgroupVersion::kV1, "/kubepods/pod2", &paths);
   CHECK(gone.code() == shim::Code::kNotFound);
-  REQUIRE(
-      shim::linux_pod::pod_cgroup_paths(fs, shim::CgroupVersion::kV2, "/pids/kubepods/pod1", &paths)
-          .ok());
+  REQUIRE(shim::pod_cgroup_paths(fs, shim::CgroupVersion::kV2, "/pids/kubepods/pod1", &paths).ok());
   CHECK(paths.unified == dir.sub("pids/kubepods/pod1"));
 
   shim::pb::Any data;
-  shim::Status none = shim::linux_pod::pod_cgroup_metrics(fs, "", &data);
+  shim::Status none = shim::pod_cgroup_metrics(fs, "", &data);
   CHECK(none.code() == shim::Code::kNotFound);
   CHECK(none.message() ==
         "pod metrics: the pod has no cgroup parent (linux.cgroup_parent): not found");
-  shim::Status missing = shim::linux_pod::pod_cgroup_metrics(fs, "/kubepods/pod2", &data);
+  shim::Status missing = shim::pod_cgroup_metrics(fs, "/kubepods/pod2", &data);
   CHECK(missing.code() == shim::Code::kNotFound);
   CHECK(missing.message().starts_with("pod metrics: pod cgroup /kubepods/pod2"));
   // The temp dir is no cgroup2 mount: v1 metrics, with the pids controller's numbers.
-  REQUIRE(shim::linux_pod::pod_cgroup_metrics(fs, "/kubepods/pod1", &data).ok());
+  REQUIRE(shim::pod_cgroup_metrics(fs, "/kubepods/pod1", &data).ok());
   CHECK(data.type_url() == "io.containerd.cgroups.v1.Metrics");
   io::containerd::cgroups::v1::Metrics metrics;
   REQUIRE(metrics.ParseFromString(data.value()));

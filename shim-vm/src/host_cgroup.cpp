@@ -1,0 +1,128 @@
+#include "host_cgroup.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <cerrno>
+#include <chrono>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "shim/fs.h"
+#include "shim/linux/pod_cgroup.h"
+#include "shim/pb/cri/pod_sandbox_config.pb.h"
+
+namespace shim_vm {
+
+std::string vm_cgroup_of_spec(const boost::json::object& spec, std::string* why) {
+  const auto* linux_section = spec.if_contains("linux");
+  const auto* path = linux_section != nullptr && linux_section->is_object()
+                         ? linux_section->as_object().if_contains("cgroupsPath")
+                         : nullptr;
+  if (path == nullptr || !path->is_string() || path->as_string().empty()) {
+    *why = "the spec has no linux.cgroupsPath";
+    return {};
+  }
+  std::string value(path->as_string());
+  if (!value.starts_with('/')) {
+    *why = fmt::format(
+        "linux.cgroupsPath {:?} is not a cgroupfs path (systemd's form is not "
+        "made by this shim)",
+        value);
+    return {};
+  }
+  return value;
+}
+
+shim::Status vm_cgroup_of_sandbox(const shim::SandboxConfig& config, std::string* path,
+                                  std::string* cgroup_parent, std::string* why) {
+  path->clear();
+  cgroup_parent->clear();
+  shim::cri::PodSandboxConfig pod;
+  if (config.options.has_value() && !pod.ParseFromString(config.options->value())) {
+    return shim::Status(shim::Code::kInvalidArgument,
+                        fmt::format("sandbox {}: options ({}) are not a PodSandboxConfig",
+                                    config.id, config.options->type_url()));
+  }
+  const std::string& parent = pod.linux().cgroup_parent();
+  if (parent.empty()) {
+    *why = "the pod has no cgroup parent";
+    return {};
+  }
+  std::string expanded;
+  if (shim::Status s = shim::expand_cgroup_parent(parent, &expanded); !s.ok()) return s;
+  *cgroup_parent = parent;
+  *path = fmt::format("{}/libshim-vm-{}", expanded == "/" ? "" : expanded, config.id);
+  return {};
+}
+
+shim::Status make_vm_cgroup(const std::string& path, const std::string& record_file,
+                            std::unique_ptr<shim::ContainerCgroup>* out) {
+  auto cgroup = std::make_unique<shim::ContainerCgroup>();
+  shim::CgroupFs fs;
+  shim::Status made = shim::ContainerCgroup::create(fs, shim::host_cgroup_version(fs.root), path,
+                                                    boost::json::object(), cgroup.get());
+  if (!made.ok()) {
+    return shim::Status(made.code(),
+                        fmt::format("make the pod VM's cgroup {}: {}", path, made.message()));
+  }
+  std::string dirs;
+  for (const std::string& procs : cgroup->procs_files())
+    dirs += procs.substr(0, procs.rfind('/')) + "\n";
+  if (shim::Status s = shim::write_file(record_file, dirs, 0600); !s.ok()) {
+    cgroup->remove().ignore_error();
+    return s;
+  }
+  *out = std::move(cgroup);
+  return {};
+}
+
+namespace {
+
+std::vector<pid_t> cgroup_pids(const shim::ContainerCgroup& cgroup) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> files = cgroup.procs_files();
+  if (files.empty()) return pids;
+  std::string text;
+  if (!shim::read_file(files.front(), &text).ok()) return pids;
+  std::istringstream lines(text);
+  for (long pid = 0; lines >> pid;) pids.push_back(static_cast<pid_t>(pid));
+  return pids;
+}
+
+}  // namespace
+
+shim::Status end_vm_cgroup(shim::ContainerCgroup& cgroup, bool reap_here) {
+  for (pid_t pid : cgroup_pids(cgroup)) ::kill(pid, SIGKILL);
+  if (reap_here) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (;;) {
+      std::vector<pid_t> left = cgroup_pids(cgroup);
+      if (left.empty() || std::chrono::steady_clock::now() > deadline) break;
+      // ECHILD for a process that is not the shim's child: it is someone else's to reap.
+      for (pid_t pid : left) ::waitpid(pid, nullptr, WNOHANG);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  return cgroup.remove();
+}
+
+void remove_cgroup_dirs(const std::string& record) {
+  std::istringstream lines(record);
+  std::string dir;
+  while (std::getline(lines, dir)) {
+    if (dir.empty()) continue;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (::rmdir(dir.c_str()) != 0 && errno == EBUSY &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+}  // namespace shim_vm

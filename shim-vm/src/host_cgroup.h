@@ -1,0 +1,51 @@
+// Where the pod's VM (qemu and virtiofsd) runs on the host: in the pod's cgroup, so that
+// what kubelet sizes and containerd's CRI reads for the pod's stats counts the VM, as
+// Kata's sandbox_cgroup_only does. The guest's containers have cgroups of their own in
+// the guest; this is the host's view of the whole pod.
+//
+//   * task API (a pause container, or ctr): the linux.cgroupsPath of the container whose
+//     Create boots the VM (CRI's sandbox container: <cgroup parent>/<pod id>);
+//   * sandbox API: <PodSandboxConfig.linux.cgroup_parent, expanded>/libshim-vm-<pod id>.
+//
+// Only cgroupfs paths are made ("/kubepods/burstable/pod<uid>/..."); a systemd path
+// ("slice:prefix:name") leaves the VM in the shim's cgroup, and says so.
+//
+// Threading: blocking file IO, on the pool.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <boost/json/object.hpp>
+
+#include "shim/linux/container_cgroup.h"
+#include "shim/sandbox.h"
+#include "shim/status.h"
+
+namespace shim_vm {
+
+// The VM's cgroup for a VM booted by a container with `spec`: its linux.cgroupsPath, or
+// "" with *why (no cgroupsPath, or one in systemd form).
+std::string vm_cgroup_of_spec(const boost::json::object& spec, std::string* why);
+
+// The VM's cgroup and the pod's cgroup parent for a VM booted by StartSandbox: both ""
+// with *why when the options carry no cgroup parent. InvalidArgument for options that are
+// not a PodSandboxConfig or a cgroup parent kubelet would not name.
+shim::Status vm_cgroup_of_sandbox(const shim::SandboxConfig& config, std::string* path,
+                                  std::string* cgroup_parent, std::string* why);
+
+// Makes the VM's cgroup `path` with no limits of its own (the pod's are kubelet's, on its
+// parent) and records its directories in `record_file` for remove_cgroup_dirs().
+shim::Status make_vm_cgroup(const std::string& path, const std::string& record_file,
+                            std::unique_ptr<shim::ContainerCgroup>* out);
+
+// Kills every process in `cgroup` and removes it. A killed process stays in its cgroup
+// until it is reaped: with `reap_here` (the shim's loop, whose reaper reaps them, has
+// stopped) those that are the shim's children are reaped here, waiting up to 2 s.
+shim::Status end_vm_cgroup(shim::ContainerCgroup& cgroup, bool reap_here);
+
+// The `delete` action's clean-up of a VM's cgroup: removes the directories `record` lists
+// (one a line, as PodVm writes them), waiting up to a second for processes to leave.
+void remove_cgroup_dirs(const std::string& record);
+
+}  // namespace shim_vm

@@ -1,0 +1,85 @@
+// shim-vm's host cgroup of a pod's VM (shim-vm/src/host_cgroup.h): the path from the
+// booting container's spec or from the sandbox's PodSandboxConfig, and the `delete`
+// action's removal of a recorded cgroup.
+#include <filesystem>
+#include <string>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include "host_cgroup.h"
+#include "shim/pb/cri/pod_sandbox_config.pb.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+shim::SandboxConfig sandbox_with_parent(const std::string& parent) {
+  shim::cri::PodSandboxConfig pod;
+  pod.mutable_linux()->set_cgroup_parent(parent);
+  shim::SandboxConfig config;
+  config.id = "pod1";
+  config.options.emplace();
+  config.options->set_type_url("type.googleapis.com/runtime.v1.PodSandboxConfig");
+  config.options->set_value(pod.SerializeAsString());
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("shim-vm: the VM's cgroup is the booting container's cgroupsPath", "[shim-vm]") {
+  std::string why;
+  json::object spec{{"linux", {{"cgroupsPath", "/kubepods/besteffort/pod1/abc"}}}};
+  CHECK(shim_vm::vm_cgroup_of_spec(spec, &why) == "/kubepods/besteffort/pod1/abc");
+  CHECK(why.empty());
+
+  json::object systemd{{"linux", {{"cgroupsPath", "kubepods.slice:cri-containerd:abc"}}}};
+  CHECK(shim_vm::vm_cgroup_of_spec(systemd, &why).empty());
+  CHECK(why.find("not a cgroupfs path") != std::string::npos);
+
+  json::object none{{"linux", json::object()}};
+  CHECK(shim_vm::vm_cgroup_of_spec(none, &why).empty());
+  CHECK(why == "the spec has no linux.cgroupsPath");
+}
+
+TEST_CASE("shim-vm: a sandbox's VM gets a cgroup of its own under the pod's", "[shim-vm]") {
+  std::string path, parent, why;
+  REQUIRE(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent("/kubepods/pod1"), &path, &parent, &why)
+              .ok());
+  CHECK(path == "/kubepods/pod1/libshim-vm-pod1");
+  CHECK(parent == "/kubepods/pod1");
+
+  // kubelet's systemd driver names a slice; its cgroupfs path is the expanded slice.
+  REQUIRE(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent("kubepods-besteffort-pod12.slice"),
+                                        &path, &parent, &why)
+              .ok());
+  CHECK(path ==
+        "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod12.slice/"
+        "libshim-vm-pod1");
+  CHECK(parent == "kubepods-besteffort-pod12.slice");
+
+  REQUIRE(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent(""), &path, &parent, &why).ok());
+  CHECK(path.empty());
+  CHECK(parent.empty());
+  CHECK(why == "the pod has no cgroup parent");
+
+  shim::SandboxConfig garbage = sandbox_with_parent("/x");
+  garbage.options->set_value("\xff\xff not a message");
+  shim::Status bad = shim_vm::vm_cgroup_of_sandbox(garbage, &path, &parent, &why);
+  CHECK(bad.code() == shim::Code::kInvalidArgument);
+  CHECK(bad.message().find("not a PodSandboxConfig") != std::string::npos);
+  CHECK(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent("a--b.slice"), &path, &parent, &why)
+            .code() == shim::Code::kInvalidArgument);
+}
+
+TEST_CASE("shim-vm: the delete action removes the recorded cgroup directories", "[shim-vm]") {
+  shim::test::TempDir dir("vmcg-");
+  fs::create_directories(dir.path() + "/memory/ns/pod");
+  fs::create_directories(dir.path() + "/cpu/ns/pod");
+  shim_vm::remove_cgroup_dirs(dir.path() + "/memory/ns/pod\n" + dir.path() + "/cpu/ns/pod\n");
+  CHECK_FALSE(fs::exists(dir.path() + "/memory/ns/pod"));
+  CHECK_FALSE(fs::exists(dir.path() + "/cpu/ns/pod"));
+  CHECK(fs::exists(dir.path() + "/memory/ns"));  // levels above stay, as with runc
+}
