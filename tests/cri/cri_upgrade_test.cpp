@@ -216,7 +216,18 @@ SwappedPod run_and_swap(CriEnv& env, const std::string& prefix) {
       const std::string net = link_of((task.path() / "ns" / "net").string());
       if (net == "\n") continue;  // a pool thread that just retired
       INFO("thread " << tid);
-      CHECK(net == (tid == std::to_string(pid) ? pod_net : host_net));
+      if (tid == std::to_string(pid)) {
+        CHECK(net == pod_net);
+        continue;
+      }
+      // A pool thread starts in the main thread's namespaces and moves to the host's
+      // first thing (WorkPool::set_thread_start): one caught in between moves at once.
+      CHECK(wait_until(
+          [&] {
+            const std::string now = link_of((task.path() / "ns" / "net").string());
+            return now == host_net || now == "\n";
+          },
+          2s));
     }
   }
   return p;
