@@ -30,7 +30,6 @@ bool WasmEdgeApi::load(std::string* error) {
          find(library, "WasmEdge_ConfigureAddHostRegistration", &configure_add_host_registration,
               error) &&
          find(library, "WasmEdge_VMCreate", &vm_create, error) &&
-         find(library, "WasmEdge_VMDelete", &vm_delete, error) &&
          find(library, "WasmEdge_VMGetImportModuleContext", &vm_get_import_module_context, error) &&
          find(library, "WasmEdge_ModuleInstanceInitWASI", &module_instance_init_wasi, error) &&
          find(library, "WasmEdge_VMRunWasmFromFile", &vm_run_wasm_from_file, error) &&

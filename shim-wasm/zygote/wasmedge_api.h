@@ -26,7 +26,6 @@ class WasmEdgeApi {
   void* (*configure_create)() = nullptr;
   void (*configure_add_host_registration)(void* config, int host) = nullptr;
   void* (*vm_create)(const void* config, void* store) = nullptr;
-  void (*vm_delete)(void* vm) = nullptr;
   void* (*vm_get_import_module_context)(void* vm, int host) = nullptr;
   void (*module_instance_init_wasi)(void* module, const char* const* args, std::uint32_t args_len,
                                     const char* const* envs, std::uint32_t envs_len,
