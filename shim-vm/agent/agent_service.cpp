@@ -10,6 +10,7 @@
 #include <boost/json/parse.hpp>
 
 #include "container_plan.h"
+#include "guest_boot.h"
 #include "shim/fs.h"
 
 namespace shim_vm_agent {
@@ -100,6 +101,11 @@ void AgentService::register_on(shim::ttrpc::Router& router) {
                      [this](const auto&, auto, auto reply) { next_oom(reply); }));
   add("GuestStats", typed_handler<pb::Empty, pb::GuestStatsResponse>(
                         [this](const auto&, auto, auto reply) { guest_stats(reply); }));
+  add("SetHostname",
+      typed_handler<pb::SetHostnameRequest, pb::Empty>([](const auto&, auto request, auto reply) {
+        Status s = set_guest_hostname(request.hostname());
+        s.ok() ? reply(pb::Empty()) : reply.fail(s);
+      }));
 }
 
 Status AgentService::find(const std::string& id, Container** container) {

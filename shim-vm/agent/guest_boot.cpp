@@ -115,6 +115,14 @@ void tune_page_reporting() {
   std::ofstream("/sys/module/page_reporting/parameters/page_reporting_order") << "3";
 }
 
+shim::Status set_guest_hostname(const std::string& name) {
+  if (::sethostname(name.data(), name.size()) != 0) {
+    return shim::Status(errno == EINVAL ? shim::Code::kInvalidArgument : shim::Code::kUnknown,
+                        fmt::format("agent: sethostname {:?}: {}", name, std::strerror(errno)));
+  }
+  return {};
+}
+
 shim::Status mount_shared(const std::string& tag, const std::string& target) {
   ::mkdir(target.c_str(), 0755);
   if (::mount(tag.c_str(), target.c_str(), "virtiofs", MS_NOSUID | MS_NODEV, nullptr) != 0)

@@ -29,6 +29,9 @@ shim::Status load_modules(const std::string& dir);
 // host (the kernel's default, 2 MiB blocks, leaves most of what boot touched and freed on
 // the host). Needs /sys; a kernel without page reporting is left as it is.
 void tune_page_reporting();
+// Sets the VM's hostname (the agent's UTS namespace, the guest's root one).
+// InvalidArgument for a name sethostname(2) refuses.
+shim::Status set_guest_hostname(const std::string& name);
 // Mounts the virtio-fs share `tag` at `target`.
 shim::Status mount_shared(const std::string& tag, const std::string& target);
 // Opens the virtio-serial port named `name` (read/write), waiting up to `timeout_ms` for

@@ -15,7 +15,6 @@
 
 #include "shim/fs.h"
 #include "shim/linux/pod_cgroup.h"
-#include "shim/pb/cri/pod_sandbox_config.pb.h"
 
 namespace shim_vm {
 
@@ -39,16 +38,21 @@ std::string vm_cgroup_of_spec(const boost::json::object& spec, std::string* why)
   return value;
 }
 
-shim::Status vm_cgroup_of_sandbox(const shim::SandboxConfig& config, std::string* path,
-                                  std::string* cgroup_parent, std::string* why) {
-  path->clear();
-  cgroup_parent->clear();
-  shim::cri::PodSandboxConfig pod;
-  if (config.options.has_value() && !pod.ParseFromString(config.options->value())) {
+shim::Status decode_pod_config(const shim::SandboxConfig& config,
+                               shim::cri::PodSandboxConfig* pod) {
+  pod->Clear();
+  if (config.options.has_value() && !pod->ParseFromString(config.options->value())) {
     return shim::Status(shim::Code::kInvalidArgument,
                         fmt::format("sandbox {}: options ({}) are not a PodSandboxConfig",
                                     config.id, config.options->type_url()));
   }
+  return {};
+}
+
+shim::Status vm_cgroup_of_sandbox(const shim::cri::PodSandboxConfig& pod, const std::string& id,
+                                  std::string* path, std::string* cgroup_parent, std::string* why) {
+  path->clear();
+  cgroup_parent->clear();
   const std::string& parent = pod.linux().cgroup_parent();
   if (parent.empty()) {
     *why = "the pod has no cgroup parent";
@@ -57,7 +61,7 @@ shim::Status vm_cgroup_of_sandbox(const shim::SandboxConfig& config, std::string
   std::string expanded;
   if (shim::Status s = shim::expand_cgroup_parent(parent, &expanded); !s.ok()) return s;
   *cgroup_parent = parent;
-  *path = fmt::format("{}/libshim-vm-{}", expanded == "/" ? "" : expanded, config.id);
+  *path = fmt::format("{}/libshim-vm-{}", expanded == "/" ? "" : expanded, id);
   return {};
 }
 

@@ -19,6 +19,7 @@
 #include <boost/json/object.hpp>
 
 #include "shim/linux/container_cgroup.h"
+#include "shim/pb/cri/pod_sandbox_config.pb.h"
 #include "shim/sandbox.h"
 #include "shim/status.h"
 
@@ -28,11 +29,15 @@ namespace shim_vm {
 // "" with *why (no cgroupsPath, or one in systemd form).
 std::string vm_cgroup_of_spec(const boost::json::object& spec, std::string* why);
 
-// The VM's cgroup and the pod's cgroup parent for a VM booted by StartSandbox: both ""
-// with *why when the options carry no cgroup parent. InvalidArgument for options that are
-// not a PodSandboxConfig or a cgroup parent kubelet would not name.
-shim::Status vm_cgroup_of_sandbox(const shim::SandboxConfig& config, std::string* path,
-                                  std::string* cgroup_parent, std::string* why);
+// CreateSandbox's options: a runtime.v1.PodSandboxConfig (none: an empty one).
+// InvalidArgument for options that are not one.
+shim::Status decode_pod_config(const shim::SandboxConfig& config, shim::cri::PodSandboxConfig* pod);
+
+// The VM's cgroup and the pod's cgroup parent for a VM that StartSandbox boots for pod
+// `id`: both "" with *why when `pod` has no cgroup parent. InvalidArgument for a cgroup
+// parent kubelet would not name.
+shim::Status vm_cgroup_of_sandbox(const shim::cri::PodSandboxConfig& pod, const std::string& id,
+                                  std::string* path, std::string* cgroup_parent, std::string* why);
 
 // Makes the VM's cgroup `path` with no limits of its own (the pod's are kubelet's, on its
 // parent) and records its directories in `record_file` for remove_cgroup_dirs().

@@ -17,6 +17,14 @@ Status VmSandbox::start(shim::SandboxStarted* started) {
   if (Status s = runtime_.vm(host_cgroup_, &vm); !s.ok()) return s;
   // CRI joins its containers to this pid's namespaces; in the guest a namespace given by a
   // path is the VM's own, so any live host process of the pod does: qemu.
+  // The containers share the VM's UTS namespace (CRI gives them qemu's by path): the
+  // VM's hostname is the pod's.
+  if (!hostname_.empty()) {
+    agent::SetHostnameRequest request;
+    request.set_hostname(hostname_);
+    agent::Empty answer;
+    if (Status s = vm->agent()->sync("SetHostname", request, &answer); !s.ok()) return s;
+  }
   started->pid = static_cast<std::uint32_t>(vm->qemu_pid());
   vm->on_exit([&events = events_](const std::string&) { events.exited(kVmEndedStatus); });
   return {};
@@ -57,13 +65,16 @@ Status VmSandbox::details(boost::json::object* info) const {
 
 Status VmSandboxRuntime::create(const shim::SandboxConfig& config, shim::SandboxEvents& events,
                                 std::unique_ptr<shim::Sandbox>* sandbox) {
+  shim::cri::PodSandboxConfig pod;
+  if (Status s = decode_pod_config(config, &pod); !s.ok()) return s;
   std::string host_cgroup, cgroup_parent, why_none;
-  if (Status s = vm_cgroup_of_sandbox(config, &host_cgroup, &cgroup_parent, &why_none); !s.ok())
+  if (Status s = vm_cgroup_of_sandbox(pod, config.id, &host_cgroup, &cgroup_parent, &why_none);
+      !s.ok())
     return s;
   if (host_cgroup.empty())
     runtime_.context().logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
   *sandbox = std::make_unique<VmSandbox>(runtime_, events, std::move(host_cgroup),
-                                         std::move(cgroup_parent));
+                                         std::move(cgroup_parent), pod.hostname());
   return {};
 }
 

@@ -1,8 +1,8 @@
 // VmSandbox: the pod's VM as containerd 2.x's sandbox API sees it (a handler with
 // `sandboxer = "shim"`, shim/sandbox.h): StartSandbox boots the VM (no pause container),
-// its pid is qemu's, its host processes run in the pod's cgroup (host_cgroup.h);
-// StopSandbox and ShutdownSandbox stop it; SandboxMetrics are the pod's cgroup on the host
-// (the VM as the host sees it: its memory, guest RAM included, and all its CPU), or the
+// its pid is qemu's, the VM's hostname is the pod's, its host processes run in the pod's cgroup
+// (host_cgroup.h); StopSandbox and ShutdownSandbox stop it; SandboxMetrics are the pod's cgroup on
+// the host (the VM as the host sees it: its memory, guest RAM included, and all its CPU), or the
 // guest's cgroup of all its containers for a pod without a cgroup parent. The containers the pod's
 // tasks then create run in that VM (VmRuntime, the same one).
 //
@@ -18,13 +18,15 @@ namespace shim_vm {
 
 class VmSandbox final : public shim::Sandbox {
  public:
-  // `host_cgroup` and `cgroup_parent` from vm_cgroup_of_sandbox(); empty: none.
+  // `host_cgroup` and `cgroup_parent` from vm_cgroup_of_sandbox(), `hostname` the pod's
+  // (PodSandboxConfig.hostname); empty: none.
   VmSandbox(VmRuntime& runtime, shim::SandboxEvents& events, std::string host_cgroup,
-            std::string cgroup_parent)
+            std::string cgroup_parent, std::string hostname)
       : runtime_(runtime),
         events_(events),
         host_cgroup_(std::move(host_cgroup)),
-        cgroup_parent_(std::move(cgroup_parent)) {}
+        cgroup_parent_(std::move(cgroup_parent)),
+        hostname_(std::move(hostname)) {}
 
   shim::Status start(shim::SandboxStarted* started) override;
   shim::Status stop(std::chrono::seconds timeout, std::uint32_t* exit_status) override;
@@ -37,6 +39,7 @@ class VmSandbox final : public shim::Sandbox {
   shim::SandboxEvents& events_;
   std::string host_cgroup_;
   std::string cgroup_parent_;
+  std::string hostname_;
 };
 
 class VmSandboxRuntime final : public shim::SandboxRuntime {

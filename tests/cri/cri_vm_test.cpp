@@ -166,6 +166,9 @@ TEST_CASE("CRI: a VM pod without a pause container (sandboxer = \"shim\", contai
   std::string release;
   std::ifstream(fs::path(LIBSHIM_CRI_VM_KERNEL).parent_path() / "release") >> release;
   CHECK(exec.stdout() == release + "\n");
+  // The container shares the VM's UTS namespace, whose hostname StartSandbox set: the pod's.
+  v1::ExecSyncResponse hostname = client.exec_sync(spin_id, {"/bin/hostname"}, 60);
+  CHECK(hostname.stdout() == pod.config.hostname() + "\n");
   // No process of the pod on the host runs /pause: the VM is the sandbox.
   for (const ShimProcess& s : shim_processes(daemon.fx().grpc_address())) {
     for (pid_t pid : process_tree(s.pid)) {

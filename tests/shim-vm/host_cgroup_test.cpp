@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-shim::SandboxConfig sandbox_with_parent(const std::string& parent) {
+shim::SandboxConfig sandbox_config(const std::string& parent) {
   shim::cri::PodSandboxConfig pod;
   pod.mutable_linux()->set_cgroup_parent(parent);
   shim::SandboxConfig config;
@@ -44,34 +44,39 @@ TEST_CASE("shim-vm: the VM's cgroup is the booting container's cgroupsPath", "[s
   CHECK(why == "the spec has no linux.cgroupsPath");
 }
 
+// The VM's cgroup of the pod whose options name `parent` as its cgroup parent.
+static shim::Status sandbox_cgroup(const std::string& parent, std::string* path,
+                                   std::string* cgroup_parent, std::string* why) {
+  shim::cri::PodSandboxConfig pod;
+  if (shim::Status s = shim_vm::decode_pod_config(sandbox_config(parent), &pod); !s.ok()) return s;
+  return shim_vm::vm_cgroup_of_sandbox(pod, "pod1", path, cgroup_parent, why);
+}
+
 TEST_CASE("shim-vm: a sandbox's VM gets a cgroup of its own under the pod's", "[shim-vm]") {
   std::string path, parent, why;
-  REQUIRE(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent("/kubepods/pod1"), &path, &parent, &why)
-              .ok());
+  REQUIRE(sandbox_cgroup("/kubepods/pod1", &path, &parent, &why).ok());
   CHECK(path == "/kubepods/pod1/libshim-vm-pod1");
   CHECK(parent == "/kubepods/pod1");
 
   // kubelet's systemd driver names a slice; its cgroupfs path is the expanded slice.
-  REQUIRE(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent("kubepods-besteffort-pod12.slice"),
-                                        &path, &parent, &why)
-              .ok());
+  REQUIRE(sandbox_cgroup("kubepods-besteffort-pod12.slice", &path, &parent, &why).ok());
   CHECK(path ==
         "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod12.slice/"
         "libshim-vm-pod1");
   CHECK(parent == "kubepods-besteffort-pod12.slice");
 
-  REQUIRE(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent(""), &path, &parent, &why).ok());
+  REQUIRE(sandbox_cgroup("", &path, &parent, &why).ok());
   CHECK(path.empty());
   CHECK(parent.empty());
   CHECK(why == "the pod has no cgroup parent");
 
-  shim::SandboxConfig garbage = sandbox_with_parent("/x");
+  shim::SandboxConfig garbage = sandbox_config("/x");
   garbage.options->set_value("\xff\xff not a message");
-  shim::Status bad = shim_vm::vm_cgroup_of_sandbox(garbage, &path, &parent, &why);
+  shim::cri::PodSandboxConfig pod;
+  shim::Status bad = shim_vm::decode_pod_config(garbage, &pod);
   CHECK(bad.code() == shim::Code::kInvalidArgument);
   CHECK(bad.message().find("not a PodSandboxConfig") != std::string::npos);
-  CHECK(shim_vm::vm_cgroup_of_sandbox(sandbox_with_parent("a--b.slice"), &path, &parent, &why)
-            .code() == shim::Code::kInvalidArgument);
+  CHECK(sandbox_cgroup("a--b.slice", &path, &parent, &why).code() == shim::Code::kInvalidArgument);
 }
 
 TEST_CASE("shim-vm: the delete action removes the recorded cgroup directories", "[shim-vm]") {
