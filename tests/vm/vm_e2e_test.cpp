@@ -348,6 +348,11 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
   std::ifstream mounts("/proc/self/mountinfo");
   std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
   CHECK(text.find("/run/libshim-vm/") == std::string::npos);
+  // The delete action removed the VM's host cgroup too.
+  const std::string memory_dir = shim::host_cgroup_version() == shim::CgroupVersion::kV2
+                                     ? fmt::format("/sys/fs/cgroup/{}/victim", s.fx.ns())
+                                     : fmt::format("/sys/fs/cgroup/memory/{}/victim", s.fx.ns());
+  CHECK_FALSE(fs::exists(memory_dir));
 }
 
 }  // namespace
