@@ -35,9 +35,10 @@ meta=linux-image-cloud-amd64
 version_pattern='^6\.1\.'
 # What the guest needs: the virtio-mmio transport (microvm), virtio-serial (the agent's
 # channel), virtio-fs (the shared directory), overlayfs (container root filesystems) and
-# the balloon (free page reporting gives what the guest frees back to the host).
+# the balloon (free page reporting gives what the guest frees back to the host) and
+# virtio-net (the pod's network).
 wanted_modules=(virtio_ring virtio virtio_mmio virtio_console fuse virtiofs overlay
-                virtio_balloon)
+                virtio_balloon virtio_net)
 
 root="$cache/vm-kernel"
 say() { echo "fetch-kernel: $*"; }

@@ -106,6 +106,11 @@ void AgentService::register_on(shim::ttrpc::Router& router) {
         Status s = set_guest_hostname(request.hostname());
         s.ok() ? reply(pb::Empty()) : reply.fail(s);
       }));
+  add("SetupNetwork",
+      typed_handler<pb::SetupNetworkRequest, pb::Empty>([](const auto&, auto request, auto reply) {
+        Status s = set_up_guest_network(request);
+        s.ok() ? reply(pb::Empty()) : reply.fail(s);
+      }));
 }
 
 Status AgentService::find(const std::string& id, Container** container) {

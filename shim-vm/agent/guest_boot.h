@@ -8,6 +8,7 @@
 
 #include "shim/status.h"
 #include "shim/unique_fd.h"
+#include "shim/vm/agent.pb.h"
 
 namespace shim_vm_agent {
 
@@ -27,11 +28,15 @@ shim::Status mount_kernel_filesystems();
 shim::Status load_modules(const std::string& dir);
 // Lets the balloon's free page reporting hand free blocks of 32 KiB and more back to the
 // host (the kernel's default, 2 MiB blocks, leaves most of what boot touched and freed on
-// the host). Needs /sys; a kernel without page reporting is left as it is.
+// the host). Needs /sys; a kernel without page reporting is left as it is (a warning on
+// the console).
 void tune_page_reporting();
 // Sets the VM's hostname (the agent's UTS namespace, the guest's root one).
 // InvalidArgument for a name sethostname(2) refuses.
 shim::Status set_guest_hostname(const std::string& name);
+// Gives the VM's NICs the pod's interfaces, addresses and routes (shim/linux/pod_network.h),
+// in the guest's root network namespace, which the containers share.
+shim::Status set_up_guest_network(const libshim::vm::agent::v1::SetupNetworkRequest& request);
 // Mounts the virtio-fs share `tag` at `target`.
 shim::Status mount_shared(const std::string& tag, const std::string& target);
 // Opens the virtio-serial port named `name` (read/write), waiting up to `timeout_ms` for

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -61,19 +62,30 @@ shim::Status vm_cgroup_of_sandbox(const shim::cri::PodSandboxConfig& pod, const 
   std::string expanded;
   if (shim::Status s = shim::expand_cgroup_parent(parent, &expanded); !s.ok()) return s;
   *cgroup_parent = parent;
+  if (parent.ends_with(".slice") && parent.find('/') == std::string::npos) {  // systemd's
+    *why = fmt::format("the cgroup parent {:?} is a systemd slice (not made by this shim)", parent);
+    return {};
+  }
   *path = fmt::format("{}/libshim-vm-{}", expanded == "/" ? "" : expanded, id);
   return {};
 }
 
 shim::Status make_vm_cgroup(const std::string& path, const std::string& record_file,
-                            std::unique_ptr<shim::ContainerCgroup>* out) {
+                            std::unique_ptr<shim::ContainerCgroup>* out, bool* owned) {
   auto cgroup = std::make_unique<shim::ContainerCgroup>();
   shim::CgroupFs fs;
-  shim::Status made = shim::ContainerCgroup::create(fs, shim::host_cgroup_version(fs.root), path,
-                                                    boost::json::object(), cgroup.get());
+  shim::CgroupVersion version = shim::host_cgroup_version(fs.root);
+  shim::CgroupPaths existing;
+  *owned = !shim::pod_cgroup_paths(fs, version, path, &existing).ok();
+  shim::Status made =
+      shim::ContainerCgroup::create(fs, version, path, boost::json::object(), cgroup.get());
   if (!made.ok()) {
     return shim::Status(made.code(),
                         fmt::format("make the pod VM's cgroup {}: {}", path, made.message()));
+  }
+  if (!*owned) {  // someone else's (ctr run --cgroup): joined, never emptied or removed
+    *out = std::move(cgroup);
+    return {};
   }
   std::string dirs;
   for (const std::string& procs : cgroup->procs_files())
@@ -102,31 +114,45 @@ std::vector<pid_t> cgroup_pids(const shim::ContainerCgroup& cgroup) {
 }  // namespace
 
 shim::Status end_vm_cgroup(shim::ContainerCgroup& cgroup, bool reap_here) {
-  for (pid_t pid : cgroup_pids(cgroup)) ::kill(pid, SIGKILL);
-  if (reap_here) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    for (;;) {
-      std::vector<pid_t> left = cgroup_pids(cgroup);
-      if (left.empty() || std::chrono::steady_clock::now() > deadline) break;
-      // ECHILD for a process that is not the shim's child: it is someone else's to reap.
-      for (pid_t pid : left) ::waitpid(pid, nullptr, WNOHANG);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    std::vector<pid_t> left = cgroup_pids(cgroup);
+    if (left.empty() || std::chrono::steady_clock::now() > deadline) break;
+    // Again each round: a process forked meanwhile (virtiofsd's) is killed too. ECHILD
+    // for one that is not the shim's child: someone else reaps it.
+    for (pid_t pid : left) {
+      ::kill(pid, SIGKILL);
+      if (reap_here) ::waitpid(pid, nullptr, WNOHANG);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return cgroup.remove();
 }
 
-void remove_cgroup_dirs(const std::string& record) {
+shim::Status remove_cgroup_dirs(const std::string& record) {
   std::istringstream lines(record);
   std::string dir;
+  shim::Status first;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (std::getline(lines, dir)) {
     if (dir.empty()) continue;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (::rmdir(dir.c_str()) != 0 && errno == EBUSY &&
-           std::chrono::steady_clock::now() < deadline) {
+    for (;;) {
+      std::string procs;
+      if (shim::read_file(dir + "/cgroup.procs", &procs).ok()) {
+        std::istringstream pids(procs);
+        for (long pid = 0; pids >> pid;) ::kill(static_cast<pid_t>(pid), SIGKILL);
+      }
+      if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY || std::chrono::steady_clock::now() > deadline) {
+        if (first.ok())
+          first = shim::Status(shim::Code::kUnknown,
+                               fmt::format("rmdir {}: {}", dir, std::strerror(errno)));
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  return first;
 }
 
 }  // namespace shim_vm

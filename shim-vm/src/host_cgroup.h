@@ -8,9 +8,11 @@
 //   * sandbox API: <PodSandboxConfig.linux.cgroup_parent, expanded>/libshim-vm-<pod id>.
 //
 // Only cgroupfs paths are made ("/kubepods/burstable/pod<uid>/..."); a systemd path
-// ("slice:prefix:name") leaves the VM in the shim's cgroup, and says so.
+// ("slice:prefix:name", or a cgroup parent that is a slice) leaves the VM in the shim's
+// cgroup, and so does a cgroup the shim cannot make (a host that does not delegate
+// cgroups): the shim logs why.
 //
-// Threading: blocking file IO, on the pool.
+// Threading: blocking file IO: on the pool, or at the shim's exit (~VmRuntime).
 #pragma once
 
 #include <memory>
@@ -40,17 +42,20 @@ shim::Status vm_cgroup_of_sandbox(const shim::cri::PodSandboxConfig& pod, const 
                                   std::string* path, std::string* cgroup_parent, std::string* why);
 
 // Makes the VM's cgroup `path` with no limits of its own (the pod's are kubelet's, on its
-// parent) and records its directories in `record_file` for remove_cgroup_dirs().
+// parent). *owned: it did not exist before (else it is joined as it is: never emptied or
+// removed by the shim). An owned one's directories are recorded in `record_file` for
+// remove_cgroup_dirs().
 shim::Status make_vm_cgroup(const std::string& path, const std::string& record_file,
-                            std::unique_ptr<shim::ContainerCgroup>* out);
+                            std::unique_ptr<shim::ContainerCgroup>* out, bool* owned);
 
-// Kills every process in `cgroup` and removes it. A killed process stays in its cgroup
-// until it is reaped: with `reap_here` (the shim's loop, whose reaper reaps them, has
-// stopped) those that are the shim's children are reaped here, waiting up to 2 s.
+// Kills every process in the VM's own `cgroup` (again until it is empty, up to 2 s) and
+// removes it. With `reap_here` (the shim's loop, whose reaper reaps, has stopped: the
+// shim is exiting) the killed processes that are the shim's children are reaped here.
 shim::Status end_vm_cgroup(shim::ContainerCgroup& cgroup, bool reap_here);
 
-// The `delete` action's clean-up of a VM's cgroup: removes the directories `record` lists
-// (one a line, as PodVm writes them), waiting up to a second for processes to leave.
-void remove_cgroup_dirs(const std::string& record);
+// The `delete` action's clean-up of a VM's cgroup: kills what is left in the directories
+// `record` lists (one a line, as make_vm_cgroup() writes them) and removes them, waiting
+// up to 2 s in all; the first error.
+shim::Status remove_cgroup_dirs(const std::string& record);
 
 }  // namespace shim_vm

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <sstream>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -24,6 +25,7 @@
 #include "shim/process/reaper.h"
 #include "shim/unique_fd.h"
 #include "state_dir.h"
+#include "vm_network.h"
 
 namespace shim_vm {
 
@@ -226,10 +228,39 @@ shim::SpawnRequest daemon_request(std::vector<std::string> argv, int log_fd,
   return request;
 }
 
+// The start time of `pid` (/proc/<pid>/stat, field 22): with the pid, a process's identity
+// (a pid alone may be reused). "" when there is no such process or it has ended (a
+// zombie, field 3).
+std::string process_start_time(pid_t pid) {
+  std::string stat;
+  if (!shim::read_file(fmt::format("/proc/{}/stat", pid), &stat).ok()) return {};
+  std::istringstream fields(stat.substr(stat.rfind(')') + 1));
+  std::string state, field;
+  if (!(fields >> state) || state == "Z" || state == "X") return {};
+  for (int i = 4; i <= 22 && fields >> field; ++i) {
+  }
+  return field;
+}
+
+// Who runs the pod: <state dir>/shim, "<pid> <start time>", read by clean_up().
+Status record_shim(const std::string& state_dir) {
+  pid_t self = ::getpid();
+  return shim::write_file(state_dir + "/shim", fmt::format("{} {}", self, process_start_time(self)),
+                          0600);
+}
+
 }  // namespace
 
+void PodVm::join_cgroup(const std::string& path) {
+  if (path.empty()) return;
+  Status made = make_vm_cgroup(path, state_dir_ + "/cgroup", &cgroup_, &cgroup_owned_);
+  if (made.ok()) return;
+  cgroup_.reset();
+  context_->logger.warn("pod VM in the shim's cgroup", {{"error", made.message()}});
+}
+
 Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
-                   const std::string& state_dir, const std::string& host_cgroup,
+                   const std::string& state_dir, const VmPlacement& where,
                    std::unique_ptr<PodVm>* out) {
   std::unique_ptr<PodVm> vm(new PodVm());
   vm->context_ = &context;
@@ -243,72 +274,27 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   if (Status s = make_shared_dir(vm->shared_dir_); !s.ok()) return s;
   shim::UniqueFd listener;
   if (Status s = listen_on(state_dir + "/agent.sock", &listener); !s.ok()) return s;
-  shim::UniqueFd log(
-      ::open((state_dir + "/vm.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  if (!log.valid()) return sys_error("open vm.log");
-  if (!host_cgroup.empty()) {
-    if (Status s = make_vm_cgroup(host_cgroup, state_dir + "/cgroup", &vm->cgroup_); !s.ok())
-      return s;
+  if (Status s = record_shim(state_dir); !s.ok()) return s;
+  vm->join_cgroup(where.host_cgroup);
+  VmNetwork network;
+  if (!where.netns_path.empty()) {
+    if (Status s = plumb_vm_network(where.netns_path, &network); !s.ok()) return s;
+    context.logger.info("pod network for the VM",
+                        {{"netns", where.netns_path}, {"interfaces", describe(network.network)}});
   }
 
   auto deadline = Clock::now() + settings.boot_timeout;
-  shim::ClaimedProcess virtiofsd;
-  std::vector<std::string> vfs_argv = {settings.virtiofsd,
-                                       "--socket-path=" + state_dir + "/vfs.sock",
-                                       "-o",
-                                       "source=" + vm->shared_dir_,
-                                       "-o",
-                                       "cache=auto"};
-  if (Status s = spawn_from_loop(context, daemon_request(vfs_argv, log.get(), vm->cgroup_.get()),
-                                 &virtiofsd);
-      !s.ok())
-    return Status(s.code(), fmt::format("start virtiofsd: {}", s.message()));
-  vm->virtiofsd_pid_ = virtiofsd.pid;
-  vm->virtiofsd_exit_ = virtiofsd.exit;
-  shim::write_file(state_dir + "/virtiofsd.pid", std::to_string(virtiofsd.pid), 0600)
-      .ignore_error();
-  // qemu needs its socket: virtiofsd makes it once it listens.
-  while (::access((state_dir + "/vfs.sock").c_str(), F_OK) != 0) {
-    if (virtiofsd.exit.ready() || Clock::now() > deadline) {
-      return Status(Code::kUnavailable,
-                    fmt::format("virtiofsd did not start: {}", tail_of(state_dir + "/vm.log", 3)));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-
   shim::ClaimedProcess qemu;
-  if (Status s = spawn_from_loop(
-          context, daemon_request(qemu_argv(settings, state_dir), log.get(), vm->cgroup_.get()),
-          &qemu);
-      !s.ok())
-    return Status(s.code(), fmt::format("start qemu: {}", s.message()));
-  vm->qemu_pid_ = qemu.pid;
-  vm->qemu_exit_ = qemu.exit;
-  shim::write_file(state_dir + "/qemu.pid", std::to_string(qemu.pid), 0600).ignore_error();
-
-  shim::UniqueFd channel;
-  Status status = accept_qemu(listener.get(), qemu.pid, deadline, qemu.exit, &channel);
-  if (status.ok()) status = read_hello(channel.get(), deadline, qemu.exit);
-  if (!status.ok()) {
-    std::string console = tail_of(state_dir + "/console.log", 5);
-    std::string qemu_log = tail_of(state_dir + "/vm.log", 3);
-    return Status(status.code(), fmt::format("boot the pod's VM ({}): {}; console: {}; qemu: {}",
-                                             settings.accel, status.message(), console, qemu_log));
+  if (Status s = vm->start_daemons(network, deadline, &qemu); !s.ok()) return s;
+  network.taps.clear();  // qemu has them: the taps go with it
+  if (Status s = vm->connect_agent(listener.get(), qemu, deadline); !s.ok()) return s;
+  if (!network.network.empty()) {
+    agent::Empty answer;
+    if (Status s =
+            vm->agent_->sync("SetupNetwork", setup_network_request(network.network), &answer);
+        !s.ok())
+      return s;
   }
-  auto client = shim::ttrpc::TtrpcClient::create(context.executor);
-  std::promise<Status> adopted;
-  client->adopt(channel.release(), [&](Status s) { adopted.set_value(s); });
-  if (Status s = adopted.get_future().get(); !s.ok()) return s;
-  vm->agent_ = std::make_shared<AgentClient>(client);
-  agent::HelloRequest hello;
-  hello.set_version(1);
-  agent::HelloResponse answer;
-  if (Status s = vm->agent_->sync("Hello", hello, &answer); !s.ok()) return s;
-  if (answer.version() != 1) {
-    return Status(Code::kFailedPrecondition,
-                  fmt::format("the agent speaks protocol version {}, want 1", answer.version()));
-  }
-  vm->kernel_release_ = answer.kernel_release();
   vm->shared_->qemu = qemu.pid;
   // Two calls waiting, so that while one's answer is on its way an OOM kill still goes
   // out at once, before the exit it caused.
@@ -316,6 +302,78 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   next_oom(vm->agent_, vm->shared_);
   heartbeat(context.executor, vm->agent_, vm->shared_);
   *out = std::move(vm);
+  return {};
+}
+
+Status PodVm::start_daemons(const VmNetwork& network, Clock::time_point deadline,
+                            shim::ClaimedProcess* qemu) {
+  const std::string& dir = state_dir_;
+  shim::UniqueFd log(
+      ::open((dir + "/vm.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!log.valid()) return sys_error("open vm.log");
+  shim::ClaimedProcess virtiofsd;
+  std::vector<std::string> vfs_argv = {settings_.virtiofsd,
+                                       "--socket-path=" + dir + "/vfs.sock",
+                                       "-o",
+                                       "source=" + shared_dir_,
+                                       "-o",
+                                       "cache=auto"};
+  if (Status s = spawn_from_loop(*context_, daemon_request(vfs_argv, log.get(), cgroup_.get()),
+                                 &virtiofsd);
+      !s.ok())
+    return Status(s.code(), fmt::format("start virtiofsd: {}", s.message()));
+  virtiofsd_pid_ = virtiofsd.pid;
+  virtiofsd_exit_ = virtiofsd.exit;
+  shim::write_file(dir + "/virtiofsd.pid", std::to_string(virtiofsd.pid), 0600).ignore_error();
+  // qemu needs its socket: virtiofsd makes it once it listens.
+  while (::access((dir + "/vfs.sock").c_str(), F_OK) != 0) {
+    if (virtiofsd.exit.ready() || Clock::now() > deadline) {
+      return Status(Code::kUnavailable,
+                    fmt::format("virtiofsd did not start: {}", tail_of(dir + "/vm.log", 3)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  constexpr int kFirstTapFd = 3;
+  std::vector<std::string> argv = qemu_argv(settings_, dir);
+  std::vector<std::string> nics = qemu_nic_args(network.network, kFirstTapFd);
+  argv.insert(argv.end(), nics.begin(), nics.end());
+  shim::SpawnRequest request = daemon_request(std::move(argv), log.get(), cgroup_.get());
+  for (std::size_t i = 0; i < network.taps.size(); ++i)
+    request.fds.emplace_back(kFirstTapFd + static_cast<int>(i), network.taps[i].get());
+  if (Status s = spawn_from_loop(*context_, request, qemu); !s.ok())
+    return Status(s.code(), fmt::format("start qemu: {}", s.message()));
+  qemu_pid_ = qemu->pid;
+  qemu_exit_ = qemu->exit;
+  shim::write_file(dir + "/qemu.pid", std::to_string(qemu->pid), 0600).ignore_error();
+  return {};
+}
+
+Status PodVm::connect_agent(int listener, const shim::ClaimedProcess& qemu,
+                            Clock::time_point deadline) {
+  shim::UniqueFd channel;
+  Status status = accept_qemu(listener, qemu.pid, deadline, qemu.exit, &channel);
+  if (status.ok()) status = read_hello(channel.get(), deadline, qemu.exit);
+  if (!status.ok()) {
+    std::string console = tail_of(state_dir_ + "/console.log", 5);
+    std::string qemu_log = tail_of(state_dir_ + "/vm.log", 3);
+    return Status(status.code(), fmt::format("boot the pod's VM ({}): {}; console: {}; qemu: {}",
+                                             settings_.accel, status.message(), console, qemu_log));
+  }
+  auto client = shim::ttrpc::TtrpcClient::create(context_->executor);
+  std::promise<Status> adopted;
+  client->adopt(channel.release(), [&](Status s) { adopted.set_value(s); });
+  if (Status s = adopted.get_future().get(); !s.ok()) return s;
+  agent_ = std::make_shared<AgentClient>(client);
+  agent::HelloRequest hello;
+  hello.set_version(1);
+  agent::HelloResponse answer;
+  if (Status s = agent_->sync("Hello", hello, &answer); !s.ok()) return s;
+  if (answer.version() != 1) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("the agent speaks protocol version {}, want 1", answer.version()));
+  }
+  kernel_release_ = answer.kernel_release();
   return {};
 }
 
@@ -401,7 +459,7 @@ void PodVm::stop(Reaping reaping) {
   if (qemu_pid_ > 0 && !qemu_exit_.ready()) ::kill(qemu_pid_, SIGKILL);
   if (virtiofsd_pid_ > 0 && !virtiofsd_exit_.ready()) ::kill(virtiofsd_pid_, SIGKILL);
   // Killed processes leave their cgroup once reaped (end_vm_cgroup).
-  if (cgroup_) {
+  if (cgroup_ && cgroup_owned_) {
     if (Status s = end_vm_cgroup(*cgroup_, reaping == Reaping::kHere); !s.ok() && context_)
       context_->logger.warn("pod VM cgroup not removed", {{"error", s.message()}});
   }
@@ -428,14 +486,27 @@ pid_t pod_process(const std::string& state_dir, const char* name) {
 // containerd runs `delete` for a task whose connection it dropped, also when the pod's
 // shim still serves the pod's other containers (1.6 after a grouped task's Delete): then
 // nothing of the pod is touched. Only when the shim is gone does the VM go.
-bool PodVm::clean_up(const std::string& state_dir) {
-  // qemu dies with its shim (parent-death signal): a running qemu means a running shim,
-  // also one whose binary was replaced on disk since.
-  if (pod_process(state_dir, "qemu.pid") > 0) return false;
-  if (pid_t virtiofsd = pod_process(state_dir, "virtiofsd.pid"); virtiofsd > 0)
-    ::kill(virtiofsd, SIGKILL);
+bool PodVm::clean_up(const std::string& state_dir, std::string* error) {
+  // The shim that booted the pod, by pid and start time (also after its binary was
+  // replaced on disk). qemu dies with it (parent-death signal), but maybe not yet: the
+  // action runs as soon as containerd saw the shim's socket close.
+  std::string shim;
+  if (shim::read_file(state_dir + "/shim", &shim).ok()) {
+    std::istringstream fields(shim);
+    pid_t pid = 0;
+    std::string started;
+    fields >> pid >> started;
+    if (pid > 0 && !started.empty() && process_start_time(pid) == started) return false;
+  } else if (pod_process(state_dir, "qemu.pid") > 0) {
+    return false;  // no record: a running qemu means a running shim
+  }
+  for (const char* name : {"qemu.pid", "virtiofsd.pid"}) {
+    if (pid_t pid = pod_process(state_dir, name); pid > 0) ::kill(pid, SIGKILL);
+  }
   std::string cgroup_dirs;
-  if (shim::read_file(state_dir + "/cgroup", &cgroup_dirs).ok()) remove_cgroup_dirs(cgroup_dirs);
+  if (shim::read_file(state_dir + "/cgroup", &cgroup_dirs).ok()) {
+    if (Status s = remove_cgroup_dirs(cgroup_dirs); !s.ok()) *error = s.message();
+  }
   remove_state_dir(state_dir);
   return true;
 }

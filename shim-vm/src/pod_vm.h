@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,20 +28,29 @@
 #include "shim/instance_events.h"
 #include "shim/linux/container_cgroup.h"
 #include "shim/process/exit_future.h"
+#include "shim/process/reaper.h"
 #include "shim/service_context.h"
 #include "shim/status.h"
+#include "vm_network.h"
 #include "vm_settings.h"
 
 namespace shim_vm {
 
+// Where on the host a pod's VM runs.
+struct VmPlacement {
+  std::string host_cgroup;  // its host processes' cgroup (host_cgroup.h); "": the shim's
+  std::string netns_path;   // the pod's network namespace (vm_network.h); "": no network
+};
+
 class PodVm {
  public:
   // Boots the VM whose files live in `state_dir` (created; a short path: sockets are
-  // there), its host processes in the cgroup `host_cgroup` (made; host_cgroup.h) unless
-  // that is empty. Blocks until the agent answered, or fails naming the step, with the
+  // there), its host processes in the cgroup `where.host_cgroup` (made; host_cgroup.h)
+  // unless that is empty, with a NIC for each interface of `where.netns_path`. Blocks
+  // until the agent answered and set up the network, or fails naming the step, with the
   // end of the guest's console when the guest got that far.
   static shim::Status boot(shim::ServiceContext& context, const VmSettings& settings,
-                           const std::string& state_dir, const std::string& host_cgroup,
+                           const std::string& state_dir, const VmPlacement& where,
                            std::unique_ptr<PodVm>* out);
   ~PodVm();  // stop()
 
@@ -73,10 +83,22 @@ class PodVm {
   // The `delete` action's clean-up after a shim that died: the same from the state dir
   // alone (pid files, the cgroup's directories, mounts). Nothing, and false, while the pod's shim
   // still runs.
-  static bool clean_up(const std::string& state_dir);
+  // *error: what could not be removed (the cgroup), if anything.
+  static bool clean_up(const std::string& state_dir, std::string* error);
 
  private:
   PodVm() = default;
+  // Makes (or joins) the VM's host cgroup `path` (host_cgroup.h); none when `path` is
+  // empty or the cgroup cannot be made (logged: the VM stays in the shim's cgroup).
+  void join_cgroup(const std::string& path);
+  // Starts virtiofsd, then qemu (with a NIC on each of `network`'s taps).
+  shim::Status start_daemons(const VmNetwork& network,
+                             std::chrono::steady_clock::time_point deadline,
+                             shim::ClaimedProcess* qemu);
+  // Accepts qemu's connection of the agent channel, reads the agent's announcement and
+  // says Hello.
+  shim::Status connect_agent(int listener, const shim::ClaimedProcess& qemu,
+                             std::chrono::steady_clock::time_point deadline);
   // What the callbacks on the loop share with this object: they may run after it is gone.
   struct Shared {
     std::atomic<bool> stopped{false};
@@ -102,7 +124,8 @@ class PodVm {
   shim::ExitFuture qemu_exit_;
   shim::ExitFuture virtiofsd_exit_;
   std::shared_ptr<AgentClient> agent_;
-  std::unique_ptr<shim::ContainerCgroup> cgroup_;  // where qemu and virtiofsd run, if made
+  std::unique_ptr<shim::ContainerCgroup> cgroup_;  // where qemu and virtiofsd run, if any
+  bool cgroup_owned_ = false;                      // made by the shim: emptied, removed
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 

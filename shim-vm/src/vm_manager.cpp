@@ -29,8 +29,11 @@ shim::Status VmManager::cleanup(const shim::ActionContext& context, std::int64_t
   if (!shim::read_file(context.identity.bundle + "/" + kStateDirFile, &dir).ok() ||
       !dir.starts_with("/run/libshim-vm/"))
     dir = pod_state_dir(context.identity.ns, context.identity.id);
-  if (PodVm::clean_up(dir))
+  std::string error;
+  if (PodVm::clean_up(dir, &error))
     context.logger.info("cleaned up the pod's VM after its shim", {{"state_dir", dir}});
+  if (!error.empty())
+    context.logger.warn("the pod VM's cgroup not removed", {{"state_dir", dir}, {"error", error}});
   return {};
 }
 

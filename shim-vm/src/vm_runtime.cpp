@@ -4,6 +4,7 @@
 #include "shim/logger.h"
 #include "state_dir.h"
 #include "vm_instance.h"
+#include "vm_network.h"
 
 namespace shim_vm {
 
@@ -17,7 +18,7 @@ VmRuntime::~VmRuntime() {
   if (vm_) vm_->stop(PodVm::Reaping::kHere);
 }
 
-Status VmRuntime::vm(const std::string& host_cgroup, PodVm** vm) {
+Status VmRuntime::vm(const VmPlacement& where, PodVm** vm) {
   std::lock_guard lock(mutex_);
   if (!failed_.ok()) return failed_;
   if (vm_) {
@@ -28,7 +29,7 @@ Status VmRuntime::vm(const std::string& host_cgroup, PodVm** vm) {
   if (Status s = vm_settings(kernel_, initrd_, &settings); !s.ok()) return s;
   auto started = std::chrono::steady_clock::now();
   std::string dir = pod_state_dir(context_.identity.ns, context_.identity.id);
-  Status booted = PodVm::boot(context_, settings, dir, host_cgroup, &vm_);
+  Status booted = PodVm::boot(context_, settings, dir, where, &vm_);
   if (!booted.ok()) {
     vm_.reset();
     remove_state_dir(dir);
@@ -41,7 +42,7 @@ Status VmRuntime::vm(const std::string& host_cgroup, PodVm** vm) {
                                          {"accel_reason", settings.accel_reason},
                                          {"kernel", vm_->kernel_release()},
                                          {"boot_ms", std::to_string(took.count())},
-                                         {"host_cgroup", host_cgroup},
+                                         {"host_cgroup", where.host_cgroup},
                                          {"state_dir", dir}});
   vm_->on_exit([this](std::string reason) {
     context_.logger.error("pod VM ended", {{"error", reason}});
@@ -70,12 +71,13 @@ Status VmRuntime::open(const shim::ContainerConfig& config,
                        std::unique_ptr<shim::Instance>* instance) {
   PodVm* vm = nullptr;
   std::string why_none;
-  std::string host_cgroup = vm_cgroup_of_spec(config.spec, &why_none);
-  if (host_cgroup.empty()) {
+  VmPlacement where{.host_cgroup = vm_cgroup_of_spec(config.spec, &why_none),
+                    .netns_path = netns_of_spec(config.spec)};
+  if (where.host_cgroup.empty()) {
     std::lock_guard lock(mutex_);
     if (!vm_) context_.logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
   }
-  if (Status s = this->vm(host_cgroup, &vm); !s.ok()) return s;
+  if (Status s = this->vm(where, &vm); !s.ok()) return s;
   *instance = std::make_unique<VmInstance>(context_, config, *vm);
   return {};
 }

@@ -26,10 +26,9 @@ class VmRuntime final : public shim::Runtime {
   shim::Status open(const shim::ContainerConfig& config,
                     std::unique_ptr<shim::Instance>* instance) override;
 
-  // The pod's VM, booted on first use with its host processes in `host_cgroup` (none
-  // when empty; host_cgroup.h); the error of a boot that failed or of a VM that ended
-  // (no container can run in the pod any more).
-  shim::Status vm(const std::string& host_cgroup, PodVm** vm);
+  // The pod's VM, booted on first use where `where` says; the error of a boot that failed
+  // or of a VM that ended (no container can run in the pod any more).
+  shim::Status vm(const VmPlacement& where, PodVm** vm);
   // The pod's VM if it runs, else why not (FailedPrecondition before the first boot).
   shim::Status running_vm(PodVm** vm);
   // Stops the pod's VM for good: later Creates fail with `reason`.

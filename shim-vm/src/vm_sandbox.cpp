@@ -14,7 +14,7 @@ constexpr std::uint32_t kVmEndedStatus = 255;
 
 Status VmSandbox::start(shim::SandboxStarted* started) {
   PodVm* vm = nullptr;
-  if (Status s = runtime_.vm(host_cgroup_, &vm); !s.ok()) return s;
+  if (Status s = runtime_.vm(where_, &vm); !s.ok()) return s;
   // CRI joins its containers to this pid's namespaces; in the guest a namespace given by a
   // path is the VM's own, so any live host process of the pod does: qemu.
   // The containers share the VM's UTS namespace (CRI gives them qemu's by path): the
@@ -73,7 +73,8 @@ Status VmSandboxRuntime::create(const shim::SandboxConfig& config, shim::Sandbox
     return s;
   if (host_cgroup.empty())
     runtime_.context().logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
-  *sandbox = std::make_unique<VmSandbox>(runtime_, events, std::move(host_cgroup),
+  VmPlacement where{.host_cgroup = std::move(host_cgroup), .netns_path = config.netns_path};
+  *sandbox = std::make_unique<VmSandbox>(runtime_, events, std::move(where),
                                          std::move(cgroup_parent), pod.hostname());
   return {};
 }

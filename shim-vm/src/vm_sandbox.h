@@ -18,13 +18,14 @@ namespace shim_vm {
 
 class VmSandbox final : public shim::Sandbox {
  public:
-  // `host_cgroup` and `cgroup_parent` from vm_cgroup_of_sandbox(), `hostname` the pod's
-  // (PodSandboxConfig.hostname); empty: none.
-  VmSandbox(VmRuntime& runtime, shim::SandboxEvents& events, std::string host_cgroup,
+  // `where`: the host cgroup from vm_cgroup_of_sandbox() and CRI's netns; `cgroup_parent`
+  // from vm_cgroup_of_sandbox(), `hostname` the pod's (PodSandboxConfig.hostname); empty:
+  // none.
+  VmSandbox(VmRuntime& runtime, shim::SandboxEvents& events, VmPlacement where,
             std::string cgroup_parent, std::string hostname)
       : runtime_(runtime),
         events_(events),
-        host_cgroup_(std::move(host_cgroup)),
+        where_(std::move(where)),
         cgroup_parent_(std::move(cgroup_parent)),
         hostname_(std::move(hostname)) {}
 
@@ -37,7 +38,7 @@ class VmSandbox final : public shim::Sandbox {
  private:
   VmRuntime& runtime_;
   shim::SandboxEvents& events_;
-  std::string host_cgroup_;
+  VmPlacement where_;
   std::string cgroup_parent_;
   std::string hostname_;
 };

@@ -54,6 +54,10 @@ class CriDaemon {
   CriClient& client() { return *client_; }
   // cgroupfs parent of every pod: "/<fixture namespace>", removed by the fixture.
   std::string cgroup_parent() const { return "/" + fx_->ns(); }
+  // The pods' CNI bridge (made at the first pod; it has no address) and its subnet
+  // ("10.x.y.0/24").
+  const std::string& bridge() const { return bridge_; }
+  const std::string& subnet() const { return subnet_; }
   std::string log_root() const { return fx_->dir() + "/pod-logs"; }
   // runc's --root for every handler here (the handlers' options.Root).
   std::string runc_root() const { return fx_->runc_root(); }

@@ -2,6 +2,10 @@
 // (runtime_type io.containerd.kvm.v1) whose pods each run in one qemu micro-VM of one
 // containerd-shim-kvm-v1: the pause container and two more in the same guest, exit codes
 // and CRI logs, ExecSync, stats, the guest's kernel, and nothing left after teardown.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +20,7 @@
 #include "cri_host.h"
 #include "cri_pod.h"
 #include "support/containerd_binaries.h"
+#include "support/subprocess.h"
 #include "support/wait_until.h"
 
 namespace shim::test::cri {
@@ -71,6 +76,59 @@ void check_vm_in_pod_cgroup(CriClient& client, const std::string& pod_id,
   CHECK(stats[0].linux().cpu().usage_core_nano_seconds().value() > 0);
 }
 
+// A container serving its hostname over HTTP on port 8080 (busybox httpd), in the guest.
+v1::ContainerConfig web_server() {
+  return container_config("web", {"/bin/sh", "-c",
+                                  "mkdir -p /srv && hostname >/srv/index.html && "
+                                  "exec /bin/busybox httpd -f -p 8080 -h /srv"});
+}
+
+// The body of GET / from ip:8080, trying for up to 60 s; "" when nothing answered.
+std::string http_get(const std::string& ip) {
+  std::string answer;
+  wait_until(
+      [&] {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        timeval timeout{.tv_sec = 5, .tv_usec = 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(8080);
+        ::inet_pton(AF_INET, ip.c_str(), &to.sin_addr);
+        std::string got;
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+          const char request[] = "GET / HTTP/1.0\r\n\r\n";
+          if (::send(fd, request, sizeof request - 1, MSG_NOSIGNAL) > 0) {
+            char buffer[4096];
+            for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) got.append(buffer, n);
+          }
+        }
+        ::close(fd);
+        std::size_t body = got.find("\r\n\r\n");
+        if (body == std::string::npos) return false;
+        answer = got.substr(body + 4);
+        return true;
+      },
+      60s);
+  return answer;
+}
+
+// The pod's network reaches into its VM: the guest's eth0 has the IP CNI gave the pod,
+// and the host (given an address on the pods' bridge) talks to a server in the guest.
+void check_pod_network(CriDaemon& daemon, const Pod& pod, const std::string& web_id) {
+  CriClient& client = daemon.client();
+  std::string ip = client.pod_status(pod.id).status().network().ip();
+  REQUIRE_FALSE(ip.empty());
+  v1::ExecSyncResponse addresses =
+      client.exec_sync(web_id, {"/bin/busybox", "ip", "-o", "-4", "addr", "show", "eth0"}, 60);
+  CHECK(addresses.stdout().find(fmt::format("inet {}/24", ip)) != std::string::npos);
+  std::string subnet = daemon.subnet();
+  std::string host_ip = subnet.substr(0, subnet.rfind(".0/")) + ".254/24";
+  REQUIRE(run_command({"ip", "addr", "add", host_ip, "dev", daemon.bridge()}).ok());
+  CHECK(http_get(ip) == pod.config.hostname() + "\n");
+}
+
 }  // namespace
 
 TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync, stats",
@@ -108,8 +166,8 @@ TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync,
   CHECK(cri_log_payload(log, "stdout") == "hello from " + release + "\n");
   CHECK(cri_log_payload(log, "stderr") == "to stderr\n");
 
-  // A running container: ExecSync and stats, in the same VM.
-  v1::ContainerConfig spin = container_config("spin", {"/bin/sleep", "3600"});
+  // A running container: ExecSync, stats and the pod's network, in the same VM.
+  v1::ContainerConfig spin = web_server();
   std::string spin_id = run_container(client, pod, spin);
   v1::ExecSyncResponse exec = client.exec_sync(spin_id, {"/bin/sh", "-c", "echo out; exit 4"}, 60);
   CHECK(exec.exit_code() == 4);
@@ -117,6 +175,7 @@ TEST_CASE("CRI: a VM pod: pause and two containers in one guest, logs, ExecSync,
   // The pod's UTS and IPC namespaces are the pause container's in the guest: its hostname.
   v1::ExecSyncResponse hostname = client.exec_sync(spin_id, {"/bin/hostname"}, 60);
   CHECK(hostname.stdout() == pod.config.hostname() + "\n");
+  check_pod_network(daemon, pod, spin_id);
   v1::ContainerStats stats = client.container_stats(spin_id);
   CHECK(stats.has_memory());
   CHECK(stats.has_cpu());
@@ -160,7 +219,7 @@ TEST_CASE("CRI: a VM pod without a pause container (sandboxer = \"shim\", contai
   CHECK(vm_count() == vms_before + 1);  // booted by StartSandbox
   CHECK(client.pod_status(pod.id).status().state() == v1::SANDBOX_READY);
 
-  v1::ContainerConfig spin = container_config("spin", {"/bin/sleep", "3600"});
+  v1::ContainerConfig spin = web_server();
   std::string spin_id = run_container(client, pod, spin);
   v1::ExecSyncResponse exec = client.exec_sync(spin_id, {"/bin/sh", "-c", "uname -r"}, 60);
   std::string release;
@@ -169,6 +228,7 @@ TEST_CASE("CRI: a VM pod without a pause container (sandboxer = \"shim\", contai
   // The container shares the VM's UTS namespace, whose hostname StartSandbox set: the pod's.
   v1::ExecSyncResponse hostname = client.exec_sync(spin_id, {"/bin/hostname"}, 60);
   CHECK(hostname.stdout() == pod.config.hostname() + "\n");
+  check_pod_network(daemon, pod, spin_id);
   // No process of the pod on the host runs /pause: the VM is the sandbox.
   for (const ShimProcess& s : shim_processes(daemon.fx().grpc_address())) {
     for (pid_t pid : process_tree(s.pid)) {

@@ -58,12 +58,15 @@ TEST_CASE("shim-vm: a sandbox's VM gets a cgroup of its own under the pod's", "[
   CHECK(path == "/kubepods/pod1/libshim-vm-pod1");
   CHECK(parent == "/kubepods/pod1");
 
-  // kubelet's systemd driver names a slice; its cgroupfs path is the expanded slice.
+  // kubelet's systemd driver names a slice: systemd's tree, where the shim makes nothing;
+  // the parent still names the pod's cgroup for SandboxMetrics.
   REQUIRE(sandbox_cgroup("kubepods-besteffort-pod12.slice", &path, &parent, &why).ok());
-  CHECK(path ==
-        "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod12.slice/"
-        "libshim-vm-pod1");
+  CHECK(path.empty());
   CHECK(parent == "kubepods-besteffort-pod12.slice");
+  CHECK(why.find("systemd slice") != std::string::npos);
+  // A relative cgroupfs parent is made absolute.
+  REQUIRE(sandbox_cgroup("kubepods/burstable", &path, &parent, &why).ok());
+  CHECK(path == "/kubepods/burstable/libshim-vm-pod1");
 
   REQUIRE(sandbox_cgroup("", &path, &parent, &why).ok());
   CHECK(path.empty());
@@ -83,8 +86,15 @@ TEST_CASE("shim-vm: the delete action removes the recorded cgroup directories", 
   shim::test::TempDir dir("vmcg-");
   fs::create_directories(dir.path() + "/memory/ns/pod");
   fs::create_directories(dir.path() + "/cpu/ns/pod");
-  shim_vm::remove_cgroup_dirs(dir.path() + "/memory/ns/pod\n" + dir.path() + "/cpu/ns/pod\n");
+  REQUIRE(
+      shim_vm::remove_cgroup_dirs(dir.path() + "/memory/ns/pod\n" + dir.path() + "/cpu/ns/pod\n")
+          .ok());
   CHECK_FALSE(fs::exists(dir.path() + "/memory/ns/pod"));
   CHECK_FALSE(fs::exists(dir.path() + "/cpu/ns/pod"));
   CHECK(fs::exists(dir.path() + "/memory/ns"));  // levels above stay, as with runc
+  // One that cannot go (here: not empty) is the error, naming it.
+  fs::create_directories(dir.path() + "/memory/ns/busy/child");
+  shim::Status busy = shim_vm::remove_cgroup_dirs(dir.path() + "/memory/ns/busy\n");
+  CHECK_FALSE(busy.ok());
+  CHECK(busy.message().find("/memory/ns/busy") != std::string::npos);
 }

@@ -352,7 +352,7 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
   const std::string memory_dir = shim::host_cgroup_version() == shim::CgroupVersion::kV2
                                      ? fmt::format("/sys/fs/cgroup/{}/victim", s.fx.ns())
                                      : fmt::format("/sys/fs/cgroup/memory/{}/victim", s.fx.ns());
-  CHECK_FALSE(fs::exists(memory_dir));
+  CHECK(wait_until([&] { return !fs::exists(memory_dir); }, 10s));
 }
 
 }  // namespace

@@ -1,0 +1,341 @@
+#include "shim/linux/route_netlink.h"
+
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/netlink.h>
+#include <linux/pkt_cls.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <linux/tc_act/tc_mirred.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace shim {
+
+namespace {
+
+// One request: the header, a fixed message, attributes (nested ones by begin/end).
+class Request {
+ public:
+  Request(std::uint16_t type, std::uint16_t flags) {
+    nlmsghdr header{};
+    header.nlmsg_type = type;
+    header.nlmsg_flags = static_cast<std::uint16_t>(NLM_F_REQUEST | flags);
+    add(&header, sizeof header);
+  }
+  void add(const void* data, std::size_t size) {
+    bytes_.append(static_cast<const char*>(data), size);
+    bytes_.resize(NLMSG_ALIGN(bytes_.size()));
+  }
+  void attribute(std::uint16_t type, const void* data, std::size_t size) {
+    rtattr head{};
+    head.rta_len = static_cast<std::uint16_t>(RTA_LENGTH(size));
+    head.rta_type = type;
+    bytes_.append(reinterpret_cast<const char*>(&head), sizeof head);
+    add(data, size);
+  }
+  void attribute(std::uint16_t type, const std::string& text) {
+    attribute(type, text.c_str(), text.size() + 1);  // with its NUL
+  }
+  void attribute(std::uint16_t type, std::uint32_t value) { attribute(type, &value, sizeof value); }
+  std::size_t begin(std::uint16_t type) {
+    std::size_t at = bytes_.size();
+    attribute(type, nullptr, 0);
+    return at;
+  }
+  void end(std::size_t at) {
+    auto* head = reinterpret_cast<rtattr*>(bytes_.data() + at);
+    head->rta_len = static_cast<std::uint16_t>(bytes_.size() - at);
+  }
+  std::string finish() {
+    reinterpret_cast<nlmsghdr*>(bytes_.data())->nlmsg_len =
+        static_cast<std::uint32_t>(bytes_.size());
+    return std::move(bytes_);
+  }
+
+ private:
+  std::string bytes_;
+};
+
+std::string address_text(int family, const void* data) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (::inet_ntop(family, data, text, sizeof text) == nullptr) return {};
+  return text;
+}
+
+std::string mac_text(const unsigned char* data, std::size_t size) {
+  std::string text;
+  for (std::size_t i = 0; i < size; ++i) text += fmt::format("{}{:02x}", i ? ":" : "", data[i]);
+  return text;
+}
+
+// `text` of `family` into `out` (4 or 16 bytes); InvalidArgument naming it.
+Status address_bytes(int family, const std::string& text, unsigned char (&out)[16],
+                     std::size_t* size) {
+  if (::inet_pton(family, text.c_str(), out) != 1)
+    return Status(Code::kInvalidArgument, fmt::format("bad IP address {:?}", text));
+  *size = family == AF_INET ? 4 : 16;
+  return {};
+}
+
+// Each attribute of the message `reply` whose fixed part is `fixed` bytes.
+template <typename Visit>
+void each_attribute(const std::string& reply, std::size_t fixed, Visit visit) {
+  const auto* header = reinterpret_cast<const nlmsghdr*>(reply.data());
+  int size = static_cast<int>(header->nlmsg_len) - static_cast<int>(NLMSG_SPACE(fixed));
+  const auto* attribute = reinterpret_cast<const rtattr*>(
+      reinterpret_cast<const char*>(NLMSG_DATA(header)) + NLMSG_ALIGN(fixed));
+  for (; RTA_OK(attribute, size); attribute = RTA_NEXT(attribute, size))
+    visit(attribute->rta_type, RTA_DATA(attribute), RTA_PAYLOAD(attribute));
+}
+
+template <typename Fixed>
+const Fixed* fixed_part(const std::string& reply) {
+  return static_cast<const Fixed*>(NLMSG_DATA(reinterpret_cast<const nlmsghdr*>(reply.data())));
+}
+
+Status netlink_error(std::string_view what, int error) {
+  return Status(Code::kInternal, fmt::format("netlink {}: {}", what, std::strerror(error)));
+}
+
+}  // namespace
+
+Status RouteNetlink::open(RouteNetlink* out) {
+  UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (!fd.valid()) return netlink_error("socket", errno);
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0)
+    return netlink_error("bind", errno);
+  out->fd_ = std::move(fd);
+  return {};
+}
+
+Status RouteNetlink::exchange(std::string message, std::vector<std::string>* replies) {
+  auto* header = reinterpret_cast<nlmsghdr*>(message.data());
+  header->nlmsg_seq = ++sequence_;
+  const bool dump = (header->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
+  if (!dump) header->nlmsg_flags |= NLM_F_ACK;
+  if (::send(fd_.get(), message.data(), message.size(), 0) < 0) return netlink_error("send", errno);
+  std::string buffer(64 * 1024, '\0');
+  for (;;) {
+    ssize_t got = ::recv(fd_.get(), buffer.data(), buffer.size(), 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return netlink_error("recv", errno);
+    int size = static_cast<int>(got);
+    for (auto* reply = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(reply, size);
+         reply = NLMSG_NEXT(reply, size)) {
+      if (reply->nlmsg_seq != sequence_) continue;  // an answer to an earlier request
+      if (reply->nlmsg_type == NLMSG_DONE) return {};
+      if (reply->nlmsg_type == NLMSG_ERROR) {
+        const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(reply));
+        if (error->error == 0) return {};
+        return Status(Code::kInternal, std::strerror(-error->error));
+      }
+      if (replies != nullptr)
+        replies->emplace_back(reinterpret_cast<const char*>(reply), reply->nlmsg_len);
+    }
+  }
+}
+
+Status RouteNetlink::links(std::vector<NetLink>* out) {
+  Request request(RTM_GETLINK, NLM_F_DUMP);
+  ifinfomsg info{};
+  request.add(&info, sizeof info);
+  std::vector<std::string> replies;
+  if (Status s = exchange(request.finish(), &replies); !s.ok())
+    return Status(s.code(), "list interfaces: " + s.message());
+  for (const std::string& reply : replies) {
+    if (reinterpret_cast<const nlmsghdr*>(reply.data())->nlmsg_type != RTM_NEWLINK) continue;
+    const auto* fixed = fixed_part<ifinfomsg>(reply);
+    NetLink link{.index = fixed->ifi_index, .flags = fixed->ifi_flags};
+    each_attribute(reply, sizeof(ifinfomsg), [&](int type, const void* data, std::size_t size) {
+      if (type == IFLA_IFNAME) link.name = static_cast<const char*>(data);
+      if (type == IFLA_ADDRESS && size == ETH_ALEN)
+        link.mac = mac_text(static_cast<const unsigned char*>(data), size);
+      if (type == IFLA_MTU && size == 4) std::memcpy(&link.mtu, data, 4);
+    });
+    out->push_back(std::move(link));
+  }
+  return {};
+}
+
+Status RouteNetlink::addresses(std::vector<NetAddress>* out) {
+  Request request(RTM_GETADDR, NLM_F_DUMP);
+  ifaddrmsg message{};
+  request.add(&message, sizeof message);
+  std::vector<std::string> replies;
+  if (Status s = exchange(request.finish(), &replies); !s.ok())
+    return Status(s.code(), "list addresses: " + s.message());
+  for (const std::string& reply : replies) {
+    if (reinterpret_cast<const nlmsghdr*>(reply.data())->nlmsg_type != RTM_NEWADDR) continue;
+    const auto* fixed = fixed_part<ifaddrmsg>(reply);
+    NetAddress address{.index = static_cast<int>(fixed->ifa_index),
+                       .family = fixed->ifa_family,
+                       .prefix = fixed->ifa_prefixlen,
+                       .scope = fixed->ifa_scope};
+    std::string local, peer;
+    each_attribute(reply, sizeof(ifaddrmsg), [&](int type, const void* data, std::size_t) {
+      // IFA_LOCAL is the interface's own address; IFA_ADDRESS a point-to-point's peer.
+      if (type == IFA_LOCAL) local = address_text(fixed->ifa_family, data);
+      if (type == IFA_ADDRESS) peer = address_text(fixed->ifa_family, data);
+    });
+    address.address = local.empty() ? peer : local;
+    if (!address.address.empty()) out->push_back(std::move(address));
+  }
+  return {};
+}
+
+Status RouteNetlink::routes(std::vector<NetRoute>* out) {
+  Request request(RTM_GETROUTE, NLM_F_DUMP);
+  rtmsg message{};
+  request.add(&message, sizeof message);
+  std::vector<std::string> replies;
+  if (Status s = exchange(request.finish(), &replies); !s.ok())
+    return Status(s.code(), "list routes: " + s.message());
+  for (const std::string& reply : replies) {
+    if (reinterpret_cast<const nlmsghdr*>(reply.data())->nlmsg_type != RTM_NEWROUTE) continue;
+    const auto* fixed = fixed_part<rtmsg>(reply);
+    std::uint32_t table = fixed->rtm_table;
+    NetRoute route{.family = fixed->rtm_family,
+                   .prefix = fixed->rtm_dst_len,
+                   .scope = fixed->rtm_scope,
+                   .protocol = fixed->rtm_protocol};
+    each_attribute(reply, sizeof(rtmsg), [&](int type, const void* data, std::size_t size) {
+      if (type == RTA_TABLE && size == 4) std::memcpy(&table, data, 4);
+      if (type == RTA_DST) route.destination = address_text(fixed->rtm_family, data);
+      if (type == RTA_GATEWAY) route.gateway = address_text(fixed->rtm_family, data);
+      if (type == RTA_OIF && size == 4) std::memcpy(&route.index, data, 4);
+    });
+    if (table == RT_TABLE_MAIN && fixed->rtm_type == RTN_UNICAST) out->push_back(std::move(route));
+  }
+  return {};
+}
+
+Status RouteNetlink::set_link(int index, const NetLinkChange& change) {
+  Request request(RTM_NEWLINK, 0);
+  ifinfomsg info{};
+  info.ifi_index = index;
+  if (change.up) {
+    info.ifi_change = IFF_UP;
+    info.ifi_flags = *change.up ? IFF_UP : 0;
+  }
+  request.add(&info, sizeof info);
+  if (change.mtu) request.attribute(IFLA_MTU, *change.mtu);
+  if (change.name) request.attribute(IFLA_IFNAME, *change.name);
+  if (Status s = exchange(request.finish(), nullptr); !s.ok())
+    return Status(s.code(), fmt::format("change interface {}: {}", index, s.message()));
+  return {};
+}
+
+Status RouteNetlink::add_address(const NetAddress& address) {
+  unsigned char bytes[16];
+  std::size_t size = 0;
+  if (Status s = address_bytes(address.family, address.address, bytes, &size); !s.ok()) return s;
+  Request request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
+  ifaddrmsg message{};
+  message.ifa_family = static_cast<std::uint8_t>(address.family);
+  message.ifa_prefixlen = static_cast<std::uint8_t>(address.prefix);
+  message.ifa_scope = static_cast<std::uint8_t>(address.scope);
+  message.ifa_index = static_cast<std::uint32_t>(address.index);
+  request.add(&message, sizeof message);
+  request.attribute(IFA_LOCAL, bytes, size);
+  request.attribute(IFA_ADDRESS, bytes, size);
+  if (Status s = exchange(request.finish(), nullptr); !s.ok()) {
+    return Status(s.code(), fmt::format("add address {}/{} to interface {}: {}", address.address,
+                                        address.prefix, address.index, s.message()));
+  }
+  return {};
+}
+
+Status RouteNetlink::add_route(const NetRoute& route) {
+  Request request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  rtmsg message{};
+  message.rtm_family = static_cast<std::uint8_t>(route.family);
+  message.rtm_dst_len = static_cast<std::uint8_t>(route.prefix);
+  message.rtm_table = RT_TABLE_MAIN;
+  message.rtm_protocol = static_cast<std::uint8_t>(route.protocol);
+  message.rtm_scope = static_cast<std::uint8_t>(route.scope);
+  message.rtm_type = RTN_UNICAST;
+  request.add(&message, sizeof message);
+  unsigned char bytes[16];
+  std::size_t size = 0;
+  using Attribute = std::pair<int, const std::string*>;
+  for (auto [type, text] :
+       {Attribute{RTA_DST, &route.destination}, Attribute{RTA_GATEWAY, &route.gateway}}) {
+    if (text->empty()) continue;
+    if (Status s = address_bytes(route.family, *text, bytes, &size); !s.ok()) return s;
+    request.attribute(static_cast<std::uint16_t>(type), bytes, size);
+  }
+  if (route.index > 0) request.attribute(RTA_OIF, static_cast<std::uint32_t>(route.index));
+  if (Status s = exchange(request.finish(), nullptr); !s.ok()) {
+    return Status(s.code(), fmt::format("add route to {}/{} via {:?} on interface {}: {}",
+                                        route.destination.empty() ? "default" : route.destination,
+                                        route.prefix, route.gateway, route.index, s.message()));
+  }
+  return {};
+}
+
+Status RouteNetlink::redirect_ingress(int from, int to) {
+  tcmsg message{};
+  message.tcm_family = AF_UNSPEC;
+  message.tcm_ifindex = from;
+  message.tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0);
+  message.tcm_parent = TC_H_INGRESS;
+  // An ingress qdisc an earlier VM of the pod left (its filter redirects to a tap that is
+  // gone) goes first, with its filters. None: ENOENT or EINVAL, nothing to do.
+  Request old(RTM_DELQDISC, 0);
+  old.add(&message, sizeof message);
+  exchange(old.finish(), nullptr).ignore_error();
+
+  Request qdisc(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL);
+  qdisc.add(&message, sizeof message);
+  qdisc.attribute(TCA_KIND, std::string("ingress"));
+  if (Status s = exchange(qdisc.finish(), nullptr); !s.ok()) {
+    return Status(s.code(),
+                  fmt::format("add an ingress qdisc to interface {}: {}", from, s.message()));
+  }
+
+  Request filter(RTM_NEWTFILTER, NLM_F_CREATE | NLM_F_EXCL);
+  message.tcm_handle = 0;
+  message.tcm_parent = TC_H_MAKE(TC_H_INGRESS, 0);
+  message.tcm_info = TC_H_MAKE(1u << 16, htons(ETH_P_ALL));  // priority 1, every protocol
+  filter.add(&message, sizeof message);
+  filter.attribute(TCA_KIND, std::string("u32"));
+  std::size_t options = filter.begin(TCA_OPTIONS);
+  // The selector and its one key (tc_u32_sel ends in a flexible array): mask 0 matches
+  // every packet.
+  tc_u32_sel selector{};
+  selector.flags = TC_U32_TERMINAL;
+  selector.nkeys = 1;
+  tc_u32_key key{};
+  std::string match(reinterpret_cast<const char*>(&selector), sizeof selector);
+  match.append(reinterpret_cast<const char*>(&key), sizeof key);
+  filter.attribute(TCA_U32_SEL, match.data(), match.size());
+  std::size_t actions = filter.begin(TCA_U32_ACT);
+  std::size_t first = filter.begin(1);
+  filter.attribute(TCA_ACT_KIND, std::string("mirred"));
+  std::size_t mirred_options = filter.begin(TCA_ACT_OPTIONS);
+  tc_mirred mirred{};
+  mirred.action = TC_ACT_STOLEN;
+  mirred.eaction = TCA_EGRESS_REDIR;
+  mirred.ifindex = static_cast<std::uint32_t>(to);
+  filter.attribute(TCA_MIRRED_PARMS, &mirred, sizeof mirred);
+  filter.end(mirred_options);
+  filter.end(first);
+  filter.end(actions);
+  filter.end(options);
+  if (Status s = exchange(filter.finish(), nullptr); !s.ok()) {
+    return Status(s.code(), fmt::format("redirect what interface {} receives to interface {}: {}",
+                                        from, to, s.message()));
+  }
+  return {};
+}
+
+}  // namespace shim
