@@ -169,8 +169,12 @@ shim::Status set_up_guest_network(const libshim::vm::agent::v1::SetupNetworkRequ
                                   .addresses = {i.addresses().begin(), i.addresses().end()}});
   }
   for (const auto& r : request.routes())
-    network.routes.push_back(
-        {.destination = r.destination(), .gateway = r.gateway(), .interface = r.interface()});
+    network.routes.push_back({.destination = r.destination(),
+                              .gateway = r.gateway(),
+                              .interface = r.interface(),
+                              .metric = r.metric(),
+                              .onlink = r.onlink(),
+                              .source = r.source()});
   if (shim::Status s = shim::configure_pod_network(network); !s.ok())
     return shim::Status(s.code(), "set up the guest's network: " + s.message());
   return {};

@@ -7,7 +7,8 @@ namespace shim_vm {
 
 namespace json = boost::json;
 
-std::string netns_of_spec(const json::object& spec) {
+std::string netns_of_spec(const json::object& spec, std::string* why_none) {
+  *why_none = "the spec has no network namespace: the host's network, which a VM cannot share";
   const json::value* linux_section = spec.if_contains("linux");
   if (linux_section == nullptr || !linux_section->is_object()) return {};
   const json::value* namespaces = linux_section->get_object().if_contains("namespaces");
@@ -15,10 +16,14 @@ std::string netns_of_spec(const json::object& spec) {
   for (const json::value& ns : namespaces->get_array()) {
     if (!ns.is_object()) continue;
     const json::value* type = ns.get_object().if_contains("type");
+    if (type == nullptr || !type->is_string() || type->get_string() != "network") continue;
     const json::value* path = ns.get_object().if_contains("path");
-    if (type != nullptr && type->is_string() && type->get_string() == "network" &&
-        path != nullptr && path->is_string())
+    if (path != nullptr && path->is_string() && !path->get_string().empty()) {
+      why_none->clear();
       return std::string(path->get_string());
+    }
+    *why_none = "a new network namespace of its own (no CNI): the VM gets only lo";
+    return {};
   }
   return {};
 }
@@ -55,6 +60,9 @@ libshim::vm::agent::v1::SetupNetworkRequest setup_network_request(const shim::Po
     route->set_destination(r.destination);
     route->set_gateway(r.gateway);
     route->set_interface(r.interface);
+    route->set_metric(r.metric);
+    route->set_onlink(r.onlink);
+    route->set_source(r.source);
   }
   return request;
 }
@@ -69,6 +77,7 @@ std::string describe(const shim::PodNetwork& network) {
     text += fmt::format("; {} via {} dev {}", r.destination, r.gateway.empty() ? "-" : r.gateway,
                         r.interface);
   }
+  for (const std::string& s : network.skipped) text += fmt::format("; not copied: {}", s);
   return text;
 }
 

@@ -24,8 +24,9 @@ struct VmNetwork {
   std::vector<shim::UniqueFd> taps;  // one per network.interfaces, for qemu
 };
 
-// The path of the spec's network namespace (linux.namespaces); "" without one.
-std::string netns_of_spec(const boost::json::object& spec);
+// The path of the spec's network namespace (linux.namespaces); "" without one, and why
+// in *why_none (the host's network; a new empty one, as `ctr run` makes).
+std::string netns_of_spec(const boost::json::object& spec, std::string* why_none);
 
 // Plumbs the namespace at `netns_path` for the VM.
 shim::Status plumb_vm_network(const std::string& netns_path, VmNetwork* out);

@@ -71,11 +71,15 @@ Status VmRuntime::open(const shim::ContainerConfig& config,
                        std::unique_ptr<shim::Instance>* instance) {
   PodVm* vm = nullptr;
   std::string why_none;
+  std::string why_no_network;
   VmPlacement where{.host_cgroup = vm_cgroup_of_spec(config.spec, &why_none),
-                    .netns_path = netns_of_spec(config.spec)};
-  if (where.host_cgroup.empty()) {
+                    .netns_path = netns_of_spec(config.spec, &why_no_network)};
+  {
     std::lock_guard lock(mutex_);
-    if (!vm_) context_.logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
+    if (!vm_ && where.host_cgroup.empty())
+      context_.logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
+    if (!vm_ && where.netns_path.empty())
+      context_.logger.info("pod VM without a network", {{"reason", why_no_network}});
   }
   if (Status s = this->vm(where, &vm); !s.ok()) return s;
   *instance = std::make_unique<VmInstance>(context_, config, *vm);

@@ -73,6 +73,12 @@ Status VmSandboxRuntime::create(const shim::SandboxConfig& config, shim::Sandbox
     return s;
   if (host_cgroup.empty())
     runtime_.context().logger.info("pod VM in the shim's cgroup", {{"reason", why_none}});
+  if (config.netns_path.empty()) {
+    runtime_.context().logger.info("pod VM without a network",
+                                   {{"reason",
+                                     "the pod has the host's network, which a VM "
+                                     "cannot share"}});
+  }
   VmPlacement where{.host_cgroup = std::move(host_cgroup), .netns_path = config.netns_path};
   *sandbox = std::make_unique<VmSandbox>(runtime_, events, std::move(where),
                                          std::move(cgroup_parent), pod.hostname());

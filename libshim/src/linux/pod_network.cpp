@@ -14,7 +14,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -24,43 +26,82 @@ namespace shim {
 
 namespace {
 
-Status sys_error(std::string_view what) {
-  return Status(Code::kInternal, fmt::format("{}: {}", what, std::strerror(errno)));
+// `error`: errno, read at the call before anything could change it (the message is only
+// formatted here).
+template <typename... Args>
+Status sys_error(int error, fmt::format_string<Args...> what, Args&&... args) {
+  return Status(
+      Code::kInternal,
+      fmt::format("{}: {}", fmt::format(what, std::forward<Args>(args)...), std::strerror(error)));
 }
 
 // Runs `work` on a thread of its own in the network namespace `path`: setns(2) changes
 // only the calling thread's, and no other thread of the shim may move.
 Status in_network_namespace(const std::string& path, const std::function<Status()>& work) {
   Status result;
-  std::thread worker([&] {
+  auto run = [&] {
     UniqueFd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns.valid()) {
-      result = sys_error(fmt::format("open the network namespace {}", path));
+      result = sys_error(errno, "open the network namespace {}", path);
     } else if (::setns(ns.get(), CLONE_NEWNET) != 0) {
-      result = sys_error(fmt::format("enter the network namespace {}", path));
+      result = sys_error(errno, "enter the network namespace {}", path);
     } else {
-      result = work();
+      try {
+        result = work();
+      } catch (const std::exception& e) {
+        result = Status(Code::kInternal, fmt::format("in {}: {}", path, e.what()));
+      }
     }
-  });
-  worker.join();
+  };
+  try {
+    std::thread(run).join();
+  } catch (const std::system_error& e) {  // no thread to be had
+    return Status(Code::kResourceExhausted, fmt::format("a thread for {}: {}", path, e.what()));
+  }
   return result;
 }
 
-// A tap device named `name` (in the calling thread's network namespace).
-Status open_tap(const std::string& name, UniqueFd* out) {
+// A tap device the kernel names from `pattern` ("vmtap%d": the first free one) in the
+// calling thread's network namespace; its name in *name.
+Status open_tap(const char* pattern, UniqueFd* out, std::string* name) {
   UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
-  if (!fd.valid()) return sys_error("open /dev/net/tun");
+  if (!fd.valid()) return sys_error(errno, "open /dev/net/tun");
   ifreq request{};
-  std::snprintf(request.ifr_name, IFNAMSIZ, "%s", name.c_str());
+  std::snprintf(request.ifr_name, IFNAMSIZ, "%s", pattern);
   request.ifr_flags = IFF_TAP | IFF_NO_PI;
   if (::ioctl(fd.get(), TUNSETIFF, &request) != 0)
-    return sys_error(fmt::format("make the tap device {}", name));
+    return sys_error(errno, "make a tap device {}", pattern);
+  *name = request.ifr_name;
   *out = std::move(fd);
   return {};
 }
 
+// No IPv6 on the tap: the netns's own stack would send its router solicitations and
+// neighbour discovery through it into the guest. A kernel without IPv6 has no file.
+Status disable_ipv6(const std::string& interface) {
+  std::string file = fmt::format("/proc/sys/net/ipv6/conf/{}/disable_ipv6", interface);
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno == ENOENT ? Status() : sys_error(errno, "open {}", file);
+  if (::write(fd.get(), "1", 1) != 1) return sys_error(errno, "write {}", file);
+  return {};
+}
+
 bool wanted_interface(const NetLink& link) {
-  return (link.flags & IFF_LOOPBACK) == 0 && !link.mac.empty() && !link.name.starts_with("vmtap");
+  // Down ones (gretap0, erspan0 a module made in every netns) and our taps are not the pod's.
+  return (link.flags & IFF_LOOPBACK) == 0 && (link.flags & IFF_UP) != 0 && !link.mac.empty() &&
+         link.mac != "00:00:00:00:00:00" && link.kind != "tun";
+}
+
+// The route `r` of the pod (on `interface`) as the guest adds it.
+PodRoute pod_route(const NetRoute& r, const std::string& interface) {
+  std::string destination =
+      r.destination.empty() ? (r.family == AF_INET6 ? "::" : "0.0.0.0") : r.destination;
+  return {.destination = fmt::format("{}/{}", destination, r.prefix),
+          .gateway = r.gateway,
+          .interface = interface,
+          .metric = r.metric,
+          .onlink = (r.flags & RTNH_F_ONLINK) != 0,
+          .source = r.source};
 }
 
 // The pod's interfaces, addresses and routes as the netns has them.
@@ -72,8 +113,14 @@ Status read_network(RouteNetlink& netlink, PodNetwork* network, std::vector<int>
   if (Status s = netlink.addresses(&addresses); !s.ok()) return s;
   if (Status s = netlink.routes(&routes); !s.ok()) return s;
   std::map<int, std::string> names;
+  std::map<std::string, std::string> by_mac;
   for (const NetLink& link : links) {
     if (!wanted_interface(link)) continue;
+    if (auto [other, fresh] = by_mac.emplace(link.mac, link.name); !fresh) {
+      return failed_precondition(fmt::format(
+          "interfaces {} and {} share the MAC {}: the VM's NICs could not be told apart",
+          other->second, link.name, link.mac));
+    }
     PodInterface interface { .name = link.name, .mac = link.mac, .mtu = link.mtu };
     for (const NetAddress& a : addresses) {
       if (a.index == link.index && a.scope == RT_SCOPE_UNIVERSE)
@@ -85,12 +132,12 @@ Status read_network(RouteNetlink& netlink, PodNetwork* network, std::vector<int>
   }
   for (const NetRoute& r : routes) {
     auto name = names.find(r.index);
-    if (name == names.end() || r.protocol == RTPROT_KERNEL) continue;
-    std::string destination =
-        r.destination.empty() ? (r.family == AF_INET6 ? "::" : "0.0.0.0") : r.destination;
-    network->routes.push_back({.destination = fmt::format("{}/{}", destination, r.prefix),
-                               .gateway = r.gateway,
-                               .interface = name->second});
+    if (r.multipath) {
+      network->skipped.push_back(fmt::format(
+          "multipath route to {}/{}", r.destination.empty() ? "default" : r.destination, r.prefix));
+    }
+    if (name == names.end() || r.protocol == RTPROT_KERNEL || r.protocol == RTPROT_RA) continue;
+    network->routes.push_back(pod_route(r, name->second));
   }
   return {};
 }
@@ -136,16 +183,21 @@ Status plumb_pod_network(const std::string& netns_path, PodNetwork* network,
     std::vector<int> indexes;
     if (Status s = read_network(netlink, network, &indexes); !s.ok()) return s;
     for (std::size_t i = 0; i < indexes.size(); ++i) {
-      std::string name = fmt::format("vmtap{}", i);
+      const PodInterface& interface = network->interfaces[i];
       UniqueFd tap;
-      if (Status s = open_tap(name, &tap); !s.ok()) return s;
+      std::string name;
+      if (Status s = open_tap("vmtap%d", &tap, &name); !s.ok()) return s;
       int tap_index = static_cast<int>(::if_nametoindex(name.c_str()));
-      if (tap_index == 0) return sys_error(fmt::format("the index of {}", name));
+      if (tap_index == 0) return sys_error(errno, "the index of {}", name);
       NetLinkChange up{.up = true};
-      if (network->interfaces[i].mtu > 0) up.mtu = network->interfaces[i].mtu;
-      if (Status s = netlink.set_link(tap_index, up); !s.ok()) return s;
-      if (Status s = netlink.redirect_ingress(indexes[i], tap_index); !s.ok()) return s;
-      if (Status s = netlink.redirect_ingress(tap_index, indexes[i]); !s.ok()) return s;
+      if (interface.mtu > 0) up.mtu = interface.mtu;
+      Status s = disable_ipv6(name);
+      if (s.ok()) s = netlink.set_link(tap_index, up);
+      if (s.ok()) s = netlink.redirect_ingress(indexes[i], tap_index);
+      if (s.ok()) s = netlink.redirect_ingress(tap_index, indexes[i]);
+      if (!s.ok())
+        return Status(s.code(),
+                      fmt::format("tap {} for {}: {}", name, interface.name, s.message()));
       taps->push_back(std::move(tap));
     }
     return {};
@@ -163,20 +215,34 @@ Status configure_pod_network(const PodNetwork& network) {
       if (Status s = netlink.set_link(link.index, {.up = true}); !s.ok()) return s;
     }
   }
+  // Each NIC first gets a name no pod interface has, so that no final name is taken.
+  std::vector<NetLink> nics;
   for (const PodInterface& want : network.interfaces) {
     auto link = std::find_if(links.begin(), links.end(),
                              [&](const NetLink& l) { return l.mac == want.mac; });
     if (link == links.end())
       return not_found(
           fmt::format("the guest's interface with MAC {} (for {})", want.mac, want.name));
-    if (Status s = configure_interface(netlink, *link, want); !s.ok()) return s;
-    indexes[want.name] = link->index;
+    NetLink nic = *link;
+    nic.name = fmt::format("vmnic{}", nics.size());
+    if (Status s = netlink.set_link(nic.index, {.name = nic.name}); !s.ok()) return s;
+    nics.push_back(std::move(nic));
+  }
+  for (std::size_t i = 0; i < nics.size(); ++i) {
+    const PodInterface& want = network.interfaces[i];
+    if (Status s = configure_interface(netlink, nics[i], want); !s.ok())
+      return Status(s.code(), fmt::format("{}: {}", want.name, s.message()));
+    indexes[want.name] = nics[i].index;
   }
   std::vector<PodRoute> routes = network.routes;
   std::stable_partition(routes.begin(), routes.end(),
                         [](const PodRoute& r) { return r.gateway.empty(); });
   for (const PodRoute& r : routes) {
-    NetRoute route{.gateway = r.gateway, .protocol = RTPROT_BOOT};
+    NetRoute route{.gateway = r.gateway,
+                   .protocol = RTPROT_BOOT,
+                   .metric = r.metric,
+                   .flags = r.onlink ? static_cast<std::uint32_t>(RTNH_F_ONLINK) : 0u,
+                   .source = r.source};
     if (Status s = split_prefix(r.destination, &route.destination, &route.prefix, &route.family);
         !s.ok())
       return s;

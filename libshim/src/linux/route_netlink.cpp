@@ -100,8 +100,44 @@ const Fixed* fixed_part(const std::string& reply) {
   return static_cast<const Fixed*>(NLMSG_DATA(reinterpret_cast<const nlmsghdr*>(reply.data())));
 }
 
+// IFLA_INFO_KIND in the nested IFLA_LINKINFO at `data`: "veth", "tun", "bridge", ...
+std::string link_kind(const void* data, std::size_t size) {
+  int left = static_cast<int>(size);
+  for (const auto* a = static_cast<const rtattr*>(data); RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+    if (a->rta_type == IFLA_INFO_KIND)
+      return std::string(static_cast<const char*>(RTA_DATA(a)),
+                         strnlen(static_cast<const char*>(RTA_DATA(a)), RTA_PAYLOAD(a)));
+  }
+  return {};
+}
+
+// The code for what the kernel answered `error` (an errno), so that callers can tell
+// "already there" from "no such device".
+Code code_of(int error) {
+  switch (error) {
+    case EEXIST:
+      return Code::kAlreadyExists;
+    case ENOENT:
+    case ENODEV:
+    case ESRCH:
+      return Code::kNotFound;
+    case EPERM:
+    case EACCES:
+      return Code::kPermissionDenied;
+    case EINVAL:
+    case ERANGE:
+      return Code::kInvalidArgument;
+    case EBUSY:
+    case EAGAIN:
+      return Code::kUnavailable;
+    default:
+      return Code::kInternal;
+  }
+}
+
 Status netlink_error(std::string_view what, int error) {
-  return Status(Code::kInternal, fmt::format("netlink {}: {}", what, std::strerror(error)));
+  return Status(code_of(error),
+                fmt::format("netlink {}: {} (errno {})", what, std::strerror(error), error));
 }
 
 }  // namespace
@@ -123,20 +159,35 @@ Status RouteNetlink::exchange(std::string message, std::vector<std::string>* rep
   const bool dump = (header->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
   if (!dump) header->nlmsg_flags |= NLM_F_ACK;
   if (::send(fd_.get(), message.data(), message.size(), 0) < 0) return netlink_error("send", errno);
+  // The kernel sends a dump in datagrams of at most 32 KiB.
   std::string buffer(64 * 1024, '\0');
+  bool interrupted = false;
   for (;;) {
-    ssize_t got = ::recv(fd_.get(), buffer.data(), buffer.size(), 0);
+    iovec part{.iov_base = buffer.data(), .iov_len = buffer.size()};
+    msghdr received{};
+    received.msg_iov = &part;
+    received.msg_iovlen = 1;
+    ssize_t got = ::recvmsg(fd_.get(), &received, 0);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return netlink_error("recv", errno);
+    if ((received.msg_flags & MSG_TRUNC) != 0)
+      return Status(Code::kInternal, "netlink: an answer larger than 64 KiB was cut");
     int size = static_cast<int>(got);
     for (auto* reply = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(reply, size);
          reply = NLMSG_NEXT(reply, size)) {
       if (reply->nlmsg_seq != sequence_) continue;  // an answer to an earlier request
-      if (reply->nlmsg_type == NLMSG_DONE) return {};
-      if (reply->nlmsg_type == NLMSG_ERROR) {
-        const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(reply));
-        if (error->error == 0) return {};
-        return Status(Code::kInternal, std::strerror(-error->error));
+      if ((reply->nlmsg_flags & NLM_F_DUMP_INTR) != 0) interrupted = true;
+      if (reply->nlmsg_type == NLMSG_DONE || reply->nlmsg_type == NLMSG_ERROR) {
+        // NLMSG_DONE carries the dump's error (0 or -errno); NLMSG_ERROR the request's.
+        int error = 0;
+        if (reply->nlmsg_len >= NLMSG_LENGTH(sizeof(int)))
+          std::memcpy(&error, NLMSG_DATA(reply), sizeof error);
+        if (error != 0) return netlink_error("answer", -error);
+        if (interrupted) {
+          return Status(Code::kAborted,
+                        "netlink: the dump was interrupted by a change (try again)");
+        }
+        return {};
       }
       if (replies != nullptr)
         replies->emplace_back(reinterpret_cast<const char*>(reply), reply->nlmsg_len);
@@ -144,12 +195,22 @@ Status RouteNetlink::exchange(std::string message, std::vector<std::string>* rep
   }
 }
 
+Status RouteNetlink::dump(std::uint16_t type, const void* fixed, std::size_t size,
+                          std::vector<std::string>* replies) {
+  for (int attempt = 0;; ++attempt) {
+    Request request(type, NLM_F_DUMP);
+    request.add(fixed, size);
+    replies->clear();
+    Status s = exchange(request.finish(), replies);
+    // A dump a concurrent change interrupted (CNI still at work) is read again.
+    if (s.code() != Code::kAborted || attempt == 4) return s;
+  }
+}
+
 Status RouteNetlink::links(std::vector<NetLink>* out) {
-  Request request(RTM_GETLINK, NLM_F_DUMP);
   ifinfomsg info{};
-  request.add(&info, sizeof info);
   std::vector<std::string> replies;
-  if (Status s = exchange(request.finish(), &replies); !s.ok())
+  if (Status s = dump(RTM_GETLINK, &info, sizeof info, &replies); !s.ok())
     return Status(s.code(), "list interfaces: " + s.message());
   for (const std::string& reply : replies) {
     if (reinterpret_cast<const nlmsghdr*>(reply.data())->nlmsg_type != RTM_NEWLINK) continue;
@@ -160,6 +221,7 @@ Status RouteNetlink::links(std::vector<NetLink>* out) {
       if (type == IFLA_ADDRESS && size == ETH_ALEN)
         link.mac = mac_text(static_cast<const unsigned char*>(data), size);
       if (type == IFLA_MTU && size == 4) std::memcpy(&link.mtu, data, 4);
+      if (type == IFLA_LINKINFO) link.kind = link_kind(data, size);
     });
     out->push_back(std::move(link));
   }
@@ -167,11 +229,9 @@ Status RouteNetlink::links(std::vector<NetLink>* out) {
 }
 
 Status RouteNetlink::addresses(std::vector<NetAddress>* out) {
-  Request request(RTM_GETADDR, NLM_F_DUMP);
   ifaddrmsg message{};
-  request.add(&message, sizeof message);
   std::vector<std::string> replies;
-  if (Status s = exchange(request.finish(), &replies); !s.ok())
+  if (Status s = dump(RTM_GETADDR, &message, sizeof message, &replies); !s.ok())
     return Status(s.code(), "list addresses: " + s.message());
   for (const std::string& reply : replies) {
     if (reinterpret_cast<const nlmsghdr*>(reply.data())->nlmsg_type != RTM_NEWADDR) continue;
@@ -193,11 +253,9 @@ Status RouteNetlink::addresses(std::vector<NetAddress>* out) {
 }
 
 Status RouteNetlink::routes(std::vector<NetRoute>* out) {
-  Request request(RTM_GETROUTE, NLM_F_DUMP);
   rtmsg message{};
-  request.add(&message, sizeof message);
   std::vector<std::string> replies;
-  if (Status s = exchange(request.finish(), &replies); !s.ok())
+  if (Status s = dump(RTM_GETROUTE, &message, sizeof message, &replies); !s.ok())
     return Status(s.code(), "list routes: " + s.message());
   for (const std::string& reply : replies) {
     if (reinterpret_cast<const nlmsghdr*>(reply.data())->nlmsg_type != RTM_NEWROUTE) continue;
@@ -206,12 +264,16 @@ Status RouteNetlink::routes(std::vector<NetRoute>* out) {
     NetRoute route{.family = fixed->rtm_family,
                    .prefix = fixed->rtm_dst_len,
                    .scope = fixed->rtm_scope,
-                   .protocol = fixed->rtm_protocol};
+                   .protocol = fixed->rtm_protocol,
+                   .flags = fixed->rtm_flags};
     each_attribute(reply, sizeof(rtmsg), [&](int type, const void* data, std::size_t size) {
       if (type == RTA_TABLE && size == 4) std::memcpy(&table, data, 4);
       if (type == RTA_DST) route.destination = address_text(fixed->rtm_family, data);
       if (type == RTA_GATEWAY) route.gateway = address_text(fixed->rtm_family, data);
       if (type == RTA_OIF && size == 4) std::memcpy(&route.index, data, 4);
+      if (type == RTA_PRIORITY && size == 4) std::memcpy(&route.metric, data, 4);
+      if (type == RTA_PREFSRC) route.source = address_text(fixed->rtm_family, data);
+      if (type == RTA_MULTIPATH) route.multipath = true;
     });
     if (table == RT_TABLE_MAIN && fixed->rtm_type == RTN_UNICAST) out->push_back(std::move(route));
   }
@@ -247,6 +309,13 @@ Status RouteNetlink::add_address(const NetAddress& address) {
   request.add(&message, sizeof message);
   request.attribute(IFA_LOCAL, bytes, size);
   request.attribute(IFA_ADDRESS, bytes, size);
+  if (address.family == AF_INET && address.prefix < 31) {  // as `ip addr add ... brd +`
+    std::uint32_t host_bits = address.prefix == 0 ? ~0u : (1u << (32 - address.prefix)) - 1;
+    std::uint32_t broadcast = 0;
+    std::memcpy(&broadcast, bytes, 4);
+    broadcast |= htonl(host_bits);
+    request.attribute(IFA_BROADCAST, broadcast);
+  }
   if (Status s = exchange(request.finish(), nullptr); !s.ok()) {
     return Status(s.code(), fmt::format("add address {}/{} to interface {}: {}", address.address,
                                         address.prefix, address.index, s.message()));
@@ -255,7 +324,8 @@ Status RouteNetlink::add_address(const NetAddress& address) {
 }
 
 Status RouteNetlink::add_route(const NetRoute& route) {
-  Request request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  // Replacing: the guest's kernel may have made the same route for an address.
+  Request request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE);
   rtmsg message{};
   message.rtm_family = static_cast<std::uint8_t>(route.family);
   message.rtm_dst_len = static_cast<std::uint8_t>(route.prefix);
@@ -263,17 +333,20 @@ Status RouteNetlink::add_route(const NetRoute& route) {
   message.rtm_protocol = static_cast<std::uint8_t>(route.protocol);
   message.rtm_scope = static_cast<std::uint8_t>(route.scope);
   message.rtm_type = RTN_UNICAST;
+  message.rtm_flags = route.flags & RTNH_F_ONLINK;
   request.add(&message, sizeof message);
   unsigned char bytes[16];
   std::size_t size = 0;
   using Attribute = std::pair<int, const std::string*>;
   for (auto [type, text] :
-       {Attribute{RTA_DST, &route.destination}, Attribute{RTA_GATEWAY, &route.gateway}}) {
+       {Attribute{RTA_DST, &route.destination}, Attribute{RTA_GATEWAY, &route.gateway},
+        Attribute{RTA_PREFSRC, &route.source}}) {
     if (text->empty()) continue;
     if (Status s = address_bytes(route.family, *text, bytes, &size); !s.ok()) return s;
     request.attribute(static_cast<std::uint16_t>(type), bytes, size);
   }
   if (route.index > 0) request.attribute(RTA_OIF, static_cast<std::uint32_t>(route.index));
+  if (route.metric > 0) request.attribute(RTA_PRIORITY, route.metric);
   if (Status s = exchange(request.finish(), nullptr); !s.ok()) {
     return Status(s.code(), fmt::format("add route to {}/{} via {:?} on interface {}: {}",
                                         route.destination.empty() ? "default" : route.destination,

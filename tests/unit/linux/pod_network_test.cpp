@@ -96,10 +96,13 @@ TEST_CASE(
   REQUIRE(
       run(fmt::format("ip -n {0} addr add 10.99.0.5/24 dev eth0 && ip -n {0} link set eth0 "
                       "up && ip -n {0} route add default via 10.99.0.1 && "
-                      "ip -n {0} route add 10.98.0.0/16 via 10.99.0.2",
+                      "ip -n {0} route add 10.98.0.0/16 via 10.99.0.2 metric 7 && "
+                      "ip -n {0} route add 10.97.0.0/16 via 10.96.0.1 dev eth0 onlink",
                       pod.name())));
   REQUIRE(run(fmt::format("ip -n {0} addr add 10.99.0.1/24 dev br0 && ip -n {0} link set br0 up",
                           bridge.name())));
+  // Not the pod's: a device that is down (as gretap0 of ip_gre in every netns).
+  REQUIRE(run(fmt::format("ip -n {} link add gone0 type veth peer name gone1", pod.name())));
 
   shim::PodNetwork network;
   std::vector<shim::UniqueFd> taps;
@@ -113,12 +116,18 @@ TEST_CASE(
   CHECK(network.interfaces[0].mtu == 1400);
   CHECK(network.interfaces[0].addresses == std::vector<std::string>{"10.99.0.5/24"});
   // Not the kernel's route for the address: the guest's kernel makes its own.
-  REQUIRE(network.routes.size() == 2);
+  REQUIRE(network.routes.size() == 3);
   CHECK(network.routes[0].destination == "0.0.0.0/0");
   CHECK(network.routes[0].gateway == "10.99.0.1");
   CHECK(network.routes[0].interface == "eth0");
-  CHECK(network.routes[1].destination == "10.98.0.0/16");
-  CHECK(network.routes[1].gateway == "10.99.0.2");
+  CHECK(network.routes[1].destination == "10.97.0.0/16");
+  CHECK(network.routes[1].onlink);
+  CHECK(network.routes[2].destination == "10.98.0.0/16");
+  CHECK(network.routes[2].gateway == "10.99.0.2");
+  CHECK(network.routes[2].metric == 7);
+  // The tap has no IPv6 of its own to send into the guest.
+  CHECK(output_of(fmt::format("ip netns exec {} cat /proc/sys/net/ipv6/conf/vmtap0/disable_ipv6",
+                              pod.name())) == "1\n");
 
   std::string filters = output_of(fmt::format("tc -n {} filter show dev eth0 ingress", pod.name()));
   CHECK(filters.find("Egress Redirect to device vmtap0") != std::string::npos);
@@ -154,6 +163,20 @@ TEST_CASE(
       fmt::format("ip netns exec {} cat /sys/class/net/br0/statistics/rx_packets", bridge.name()));
   CHECK(std::stoul(after) == std::stoul(before) + 1);
 
+  // Plumbed again while the first tap is held (a VM boot tried again): the kernel names
+  // another tap, and the redirects are the new one's.
+  {
+    shim::PodNetwork again;
+    std::vector<shim::UniqueFd> more;
+    shim::Status replumbed = shim::plumb_pod_network(pod.path(), &again, &more);
+    INFO(replumbed.message());
+    CHECK(replumbed.ok());
+    CHECK(again.interfaces.size() == 1);
+    filters = output_of(fmt::format("tc -n {} filter show dev eth0 ingress", pod.name()));
+    CHECK(filters.find("Egress Redirect to device vmtap1") != std::string::npos);
+    CHECK(filters.find("vmtap0") == std::string::npos);
+  }
+
   // A guest whose NIC has the interface's MAC (under another name) gets the pod's view.
   REQUIRE(
       run(fmt::format("ip -n {0} link add ens3 address {1} type veth peer name peer0 && "
@@ -169,14 +192,58 @@ TEST_CASE(
   CHECK(output_of(fmt::format("ip -n {} link show eth0", guest.name())).find("mtu 1400") !=
         std::string::npos);
   std::string routes = output_of(fmt::format("ip -n {} route show", guest.name()));
+  INFO(routes);
   CHECK(routes.find("default via 10.99.0.1 dev eth0") != std::string::npos);
-  CHECK(routes.find("10.98.0.0/16 via 10.99.0.2 dev eth0") != std::string::npos);
+  CHECK(routes.find("10.98.0.0/16 via 10.99.0.2 dev eth0 metric 7") != std::string::npos);
+  CHECK(routes.find("10.97.0.0/16 via 10.96.0.1 dev eth0 onlink") != std::string::npos);
+  CHECK(
+      output_of(fmt::format("ip -n {} -o addr show eth0", guest.name())).find("brd 10.99.0.255") !=
+      std::string::npos);
 
   // A NIC that is not there is named.
   shim::PodNetwork missing{.interfaces = {{.name = "eth1", .mac = "02:00:00:00:00:99"}}};
   REQUIRE(in_netns(guest.path(), [&] { configured = shim::configure_pod_network(missing); }));
   CHECK(configured.code() == shim::Code::kNotFound);
   CHECK(configured.message().find("02:00:00:00:00:99") != std::string::npos);
+}
+
+TEST_CASE("pod network: guest NICs whose names the pod's interfaces swap", "[linux][pod-network]") {
+  if (::geteuid() != 0) LIBSHIM_SKIP("needs root for network namespaces");
+  Netns guest("swap");
+  if (!guest.ok()) LIBSHIM_SKIP("ip netns add failed");
+  // The guest probed the NICs in another order than the pod's interfaces were made.
+  REQUIRE(
+      run(fmt::format("ip -n {0} link add eth0 address 02:00:00:00:00:0a type veth peer name "
+                      "p0 && ip -n {0} link add eth1 address 02:00:00:00:00:0b type veth peer "
+                      "name p1",
+                      guest.name())));
+  shim::PodNetwork network{.interfaces = {{.name = "eth0", .mac = "02:00:00:00:00:0b"},
+                                          {.name = "eth1", .mac = "02:00:00:00:00:0a"}}};
+  shim::Status configured;
+  REQUIRE(in_netns(guest.path(), [&] { configured = shim::configure_pod_network(network); }));
+  INFO(configured.message());
+  REQUIRE(configured.ok());
+  CHECK(output_of(fmt::format("ip -n {} link show eth0", guest.name()))
+            .find("link/ether 02:00:00:00:00:0b") != std::string::npos);
+  CHECK(output_of(fmt::format("ip -n {} link show eth1", guest.name()))
+            .find("link/ether 02:00:00:00:00:0a") != std::string::npos);
+}
+
+TEST_CASE("pod network: two interfaces with one MAC are refused", "[linux][pod-network]") {
+  if (::geteuid() != 0) LIBSHIM_SKIP("needs root for network namespaces");
+  Netns pod("podmac");
+  if (!pod.ok()) LIBSHIM_SKIP("ip netns add failed");
+  REQUIRE(
+      run(fmt::format("ip -n {0} link add a0 address 02:00:00:00:00:01 type veth peer name b0 && "
+                      "ip -n {0} link add a1 address 02:00:00:00:00:01 type veth peer name b1 && "
+                      "ip -n {0} link set a0 up && ip -n {0} link set a1 up",
+                      pod.name())));
+  shim::PodNetwork network;
+  std::vector<shim::UniqueFd> taps;
+  shim::Status s = shim::plumb_pod_network(pod.path(), &network, &taps);
+  CHECK(s.code() == shim::Code::kFailedPrecondition);
+  CHECK(s.message().find("a0 and a1 share the MAC 02:00:00:00:00:01") != std::string::npos);
+  CHECK(taps.empty());
 }
 
 TEST_CASE("pod network: a namespace that is not there is named", "[linux][pod-network]") {

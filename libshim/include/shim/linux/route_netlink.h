@@ -5,6 +5,9 @@
 // The socket works on the network namespace of the thread that opened it, for its life
 // (enter the pod's netns, open, and everything done through it acts there).
 //
+// Errors carry the kernel's errno as a code: AlreadyExists (EEXIST), NotFound (ENOENT,
+// ENODEV), PermissionDenied, InvalidArgument, Unavailable (EBUSY), else Internal.
+//
 // Threading: blocking calls; one thread at a time per object.
 #pragma once
 
@@ -25,6 +28,7 @@ struct NetLink {
   std::string mac;          // "02:42:ac:11:00:02"; "" without a hardware address
   std::uint32_t mtu = 0;    // its MTU in bytes
   std::uint32_t flags = 0;  // IFF_UP, IFF_LOOPBACK, ...
+  std::string kind;         // IFLA_INFO_KIND: "veth", "tun", ...; "" for a physical one
 };
 
 // An address of an interface (RTM_NEWADDR).
@@ -38,13 +42,17 @@ struct NetAddress {
 
 // A route of the main table (RTM_NEWROUTE).
 struct NetRoute {
-  int family = 0;           // AF_INET or AF_INET6
-  std::string destination;  // "" is the default route
-  int prefix = 0;           // the destination's prefix length
-  std::string gateway;      // "" without one
-  int index = 0;            // the output interface; 0 without one
-  int scope = 0;            // RT_SCOPE_LINK for a route on the link, else RT_SCOPE_UNIVERSE
-  int protocol = 0;         // RTPROT_KERNEL: made by the kernel for an address
+  int family = 0;            // AF_INET or AF_INET6
+  std::string destination;   // "" is the default route
+  int prefix = 0;            // the destination's prefix length
+  std::string gateway;       // "" without one
+  int index = 0;             // the output interface; 0 without one
+  int scope = 0;             // RT_SCOPE_LINK for a route on the link, else RT_SCOPE_UNIVERSE
+  int protocol = 0;          // RTPROT_KERNEL: made by the kernel for an address
+  std::uint32_t metric = 0;  // RTA_PRIORITY; 0: none
+  std::uint32_t flags = 0;   // rtm_flags: RTNH_F_ONLINK is kept when adding
+  std::string source;        // RTA_PREFSRC; "" without one
+  bool multipath = false;    // RTA_MULTIPATH (its next hops are not read)
 };
 
 // What set_link() changes; each unset field is left as it is.
@@ -68,9 +76,10 @@ class RouteNetlink {
 
   // Changes the interface `index` as `change` says.
   Status set_link(int index, const NetLinkChange& change);
-  // Adds `address` to its interface (an error if it has it).
+  // Adds `address` to its interface (AlreadyExists if it has it); an IPv4 one with its
+  // subnet's broadcast address.
   Status add_address(const NetAddress& address);
-  // Adds `route` to the main table (an error if it is there).
+  // Adds `route` to the main table, replacing one with the same destination and metric.
   Status add_route(const NetRoute& route);
   // Everything `from` receives leaves through `to` (an ingress qdisc on `from` and a u32
   // filter matching all with a mirred egress redirect, as `tc filter add dev <from>
@@ -80,8 +89,12 @@ class RouteNetlink {
 
  private:
   // Sends `message` (a complete nlmsghdr with its payload) and reads the answer: with
-  // NLM_F_DUMP each reply's payload into `replies` until NLMSG_DONE, else the ack.
+  // NLM_F_DUMP each reply into `replies` until NLMSG_DONE (Aborted when a change
+  // interrupted it), else the ack. A kernel error's code says which (see above).
   Status exchange(std::string message, std::vector<std::string>* replies);
+  // A dump of `type` with the fixed message `fixed`, read again if it was interrupted.
+  Status dump(std::uint16_t type, const void* fixed, std::size_t size,
+              std::vector<std::string>* replies);
 
   UniqueFd fd_;
   std::uint32_t sequence_ = 0;
