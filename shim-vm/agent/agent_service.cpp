@@ -37,9 +37,11 @@ std::string cgroup_path_of(const std::string& id) { return "/containers/" + id; 
 }  // namespace
 
 AgentService::AgentService(boost::asio::any_io_executor executor, shim::Reaper& reaper,
-                           shim::Spawner& spawner, shim::Logger logger)
+                           shim::Spawner& spawner, shim::Logger logger,
+                           DeferredModules& network_modules)
     : executor_(executor),
       spawner_(spawner),
+      network_modules_(network_modules),
       oom_(executor, std::move(logger), [this](const std::string& id) { on_oom(id); }),
       exits_(reaper.subscribe([this](const shim::ProcessExit& exit) { on_exit(exit); })) {}
 
@@ -106,11 +108,12 @@ void AgentService::register_on(shim::ttrpc::Router& router) {
         Status s = set_guest_hostname(request.hostname());
         s.ok() ? reply(pb::Empty()) : reply.fail(s);
       }));
-  add("SetupNetwork",
-      typed_handler<pb::SetupNetworkRequest, pb::Empty>([](const auto&, auto request, auto reply) {
-        Status s = set_up_guest_network(request);
-        s.ok() ? reply(pb::Empty()) : reply.fail(s);
-      }));
+  add("SetupNetwork", typed_handler<pb::SetupNetworkRequest, pb::Empty>(
+                          [this](const auto&, auto request, auto reply) {
+                            Status s = network_modules_.load();
+                            if (s.ok()) s = set_up_guest_network(request);
+                            s.ok() ? reply(pb::Empty()) : reply.fail(s);
+                          }));
 }
 
 Status AgentService::find(const std::string& id, Container** container) {

@@ -15,6 +15,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/json/object.hpp>
 
+#include "guest_boot.h"
 #include "guest_process.h"
 #include "shim/linux/container_cgroup.h"
 #include "shim/linux/oom_watcher.h"
@@ -33,8 +34,9 @@ namespace pb = libshim::vm::agent::v1;
 
 class AgentService {
  public:
+  // `network_modules`: loaded at SetupNetwork.
   AgentService(boost::asio::any_io_executor executor, shim::Reaper& reaper, shim::Spawner& spawner,
-               shim::Logger logger);
+               shim::Logger logger, DeferredModules& network_modules);
   ~AgentService();
 
   // Registers the Agent service's methods on `router`; `this` must outlive it.
@@ -85,6 +87,7 @@ class AgentService {
 
   boost::asio::any_io_executor executor_;
   shim::Spawner& spawner_;
+  DeferredModules& network_modules_;
   std::map<std::string, std::unique_ptr<Container>> containers_;
   shim::OomWatcher oom_;
   std::deque<std::string> ooms_;                  // OOM kills not asked for yet

@@ -95,7 +95,25 @@ shim::Status mount_kernel_filesystems() {
   return {};
 }
 
-shim::Status load_modules(const std::string& dir) {
+bool DeferredModules::deferred(const std::string& name) {
+  return name == "virtio_net.ko" || name == "net_failover.ko" || name == "failover.ko";
+}
+
+void DeferredModules::hold(std::string name, shim::UniqueFd fd) {
+  held_.emplace_back(std::move(name), std::move(fd));
+}
+
+shim::Status DeferredModules::load() {
+  for (auto& [name, fd] : held_) {
+    // The driver probes the NICs qemu made as it registers: they exist when this returns.
+    if (::syscall(SYS_finit_module, fd.get(), "", 0) != 0 && errno != EEXIST)
+      return errno_status(fmt::format("load module {}", name));
+  }
+  held_.clear();
+  return {};
+}
+
+shim::Status load_modules(const std::string& dir, DeferredModules* deferred) {
   std::ifstream order(dir + "/load-order");
   if (!order) return {};  // a kernel with everything built in
   std::string name;
@@ -104,6 +122,10 @@ shim::Status load_modules(const std::string& dir) {
     std::string path = dir + "/" + name;
     shim::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return errno_status(fmt::format("open module {}", path));
+    if (DeferredModules::deferred(name)) {
+      deferred->hold(name, std::move(fd));
+      continue;
+    }
     if (::syscall(SYS_finit_module, fd.get(), "", 0) != 0 && errno != EEXIST)
       return errno_status(fmt::format("load module {}", name));
   }

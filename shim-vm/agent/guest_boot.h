@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "shim/status.h"
 #include "shim/unique_fd.h"
@@ -24,8 +26,24 @@ shim::Status leave_initramfs();
 // Mounts /proc, /sys, /dev (devtmpfs), /dev/pts, /dev/shm, /sys/fs/cgroup (v2, with its
 // controllers enabled for children), /run and /tmp (tmpfs).
 shim::Status mount_kernel_filesystems();
-// Loads the modules named in `dir`/load-order, in that order, from `dir`.
-shim::Status load_modules(const std::string& dir);
+// Modules loaded only when needed: the NIC's (virtio_net and what it needs), for a pod
+// with a network, so that a VM without one does not pay their memory. Held open from the
+// initramfs, which is gone by then.
+class DeferredModules {
+ public:
+  // Whether `name` ("virtio_net.ko") waits for load().
+  static bool deferred(const std::string& name);
+  void hold(std::string name, shim::UniqueFd fd);
+  // Loads what is held, in load order; once (later calls: nothing).
+  shim::Status load();
+
+ private:
+  std::vector<std::pair<std::string, shim::UniqueFd>> held_;
+};
+
+// Loads the modules named in `dir`/load-order, in that order, from `dir`; the deferred
+// ones go to `deferred`.
+shim::Status load_modules(const std::string& dir, DeferredModules* deferred);
 // Lets the balloon's free page reporting hand free blocks of 32 KiB and more back to the
 // host (the kernel's default, 2 MiB blocks, leaves most of what boot touched and freed on
 // the host). Needs /sys; a kernel without page reporting is left as it is (a warning on

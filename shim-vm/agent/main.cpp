@@ -49,7 +49,8 @@ void announce(int fd) {
 
 int main() {
   using namespace shim_vm_agent;
-  if (shim::Status s = load_modules("/lib/modules"); !s.ok()) fail(s);
+  DeferredModules network_modules;
+  if (shim::Status s = load_modules("/lib/modules", &network_modules); !s.ok()) fail(s);
   if (shim::Status s = leave_initramfs(); !s.ok()) fail(s);
   if (shim::Status s = mount_kernel_filesystems(); !s.ok()) fail(s);
   tune_page_reporting();
@@ -66,7 +67,7 @@ int main() {
                         std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
                       }),
                       clock);
-  AgentService service(loop.get_executor(), *reaper, *spawner, logger);
+  AgentService service(loop.get_executor(), *reaper, *spawner, logger, network_modules);
   shim::ttrpc::Router router;
   service.register_on(router);
   shim::ttrpc::StreamServer server(loop.get_executor(), std::move(router));

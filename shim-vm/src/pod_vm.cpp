@@ -278,7 +278,10 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   vm->join_cgroup(where.host_cgroup);
   VmNetwork network;
   if (!where.netns_path.empty()) {
-    if (Status s = plumb_vm_network(where.netns_path, &network); !s.ok()) return s;
+    Status plumbed = plumb_vm_network(where.netns_path, &network);
+    vm->netns_path_ = where.netns_path;  // undone by stop(), also what a failure left
+    vm->network_ = network.network;
+    if (!plumbed.ok()) return plumbed;
     context.logger.info("pod network for the VM",
                         {{"netns", where.netns_path}, {"interfaces", describe(network.network)}});
   }
@@ -458,6 +461,11 @@ void PodVm::stop(Reaping reaping) {
   // Not once reaped: the pid may be another process's by now.
   if (qemu_pid_ > 0 && !qemu_exit_.ready()) ::kill(qemu_pid_, SIGKILL);
   if (virtiofsd_pid_ > 0 && !virtiofsd_exit_.ready()) ::kill(virtiofsd_pid_, SIGKILL);
+  // The netns works again without the VM (CRI reuses none, but `ctr run --with-ns` may).
+  if (!netns_path_.empty()) {
+    if (Status s = shim::unplumb_pod_network(netns_path_, network_); !s.ok() && context_)
+      context_->logger.warn("pod network not restored", {{"error", s.message()}});
+  }
   // Killed processes leave their cgroup once reaped (end_vm_cgroup).
   if (cgroup_ && cgroup_owned_) {
     if (Status s = end_vm_cgroup(*cgroup_, reaping == Reaping::kHere); !s.ok() && context_)

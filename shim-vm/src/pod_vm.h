@@ -118,6 +118,8 @@ class PodVm {
   VmSettings settings_;
   std::string state_dir_;
   std::string shared_dir_;
+  std::string netns_path_;    // where the pod's network was plumbed, if it was
+  shim::PodNetwork network_;  // what was plumbed there
   std::string kernel_release_;
   pid_t qemu_pid_ = -1;
   pid_t virtiofsd_pid_ = -1;

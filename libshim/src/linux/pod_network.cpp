@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -199,6 +200,20 @@ Status plumb_pod_network(const std::string& netns_path, PodNetwork* network,
         return Status(s.code(),
                       fmt::format("tap {} for {}: {}", name, interface.name, s.message()));
       taps->push_back(std::move(tap));
+    }
+    return {};
+  });
+}
+
+Status unplumb_pod_network(const std::string& netns_path, const PodNetwork& network) {
+  if (::access(netns_path.c_str(), F_OK) != 0) return {};
+  return in_network_namespace(netns_path, [&]() -> Status {
+    RouteNetlink netlink;
+    if (Status s = RouteNetlink::open(&netlink); !s.ok()) return s;
+    for (const PodInterface& interface : network.interfaces) {
+      int index = static_cast<int>(::if_nametoindex(interface.name.c_str()));
+      if (index == 0) continue;  // gone with the netns's owner
+      if (Status s = netlink.remove_ingress(index); !s.ok()) return s;
     }
     return {};
   });

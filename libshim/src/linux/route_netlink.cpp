@@ -355,6 +355,21 @@ Status RouteNetlink::add_route(const NetRoute& route) {
   return {};
 }
 
+Status RouteNetlink::remove_ingress(int index) {
+  tcmsg message{};
+  message.tcm_family = AF_UNSPEC;
+  message.tcm_ifindex = index;
+  message.tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0);
+  message.tcm_parent = TC_H_INGRESS;
+  Request request(RTM_DELQDISC, 0);
+  request.add(&message, sizeof message);
+  Status s = exchange(request.finish(), nullptr);
+  // None there: ENOENT, or EINVAL from kernels that say so.
+  if (s.ok() || s.code() == Code::kNotFound || s.code() == Code::kInvalidArgument) return {};
+  return Status(s.code(),
+                fmt::format("remove the ingress qdisc of interface {}: {}", index, s.message()));
+}
+
 Status RouteNetlink::redirect_ingress(int from, int to) {
   tcmsg message{};
   message.tcm_family = AF_UNSPEC;
@@ -362,10 +377,8 @@ Status RouteNetlink::redirect_ingress(int from, int to) {
   message.tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0);
   message.tcm_parent = TC_H_INGRESS;
   // An ingress qdisc an earlier VM of the pod left (its filter redirects to a tap that is
-  // gone) goes first, with its filters. None: ENOENT or EINVAL, nothing to do.
-  Request old(RTM_DELQDISC, 0);
-  old.add(&message, sizeof message);
-  exchange(old.finish(), nullptr).ignore_error();
+  // gone) goes first, with its filters.
+  if (Status s = remove_ingress(from); !s.ok()) return s;
 
   Request qdisc(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL);
   qdisc.add(&message, sizeof message);

@@ -177,6 +177,12 @@ TEST_CASE(
     CHECK(filters.find("vmtap0") == std::string::npos);
   }
 
+  // Undone (the VM gone): the netns's own stack gets eth0's packets again.
+  taps.clear();
+  REQUIRE(shim::unplumb_pod_network(pod.path(), network).ok());
+  CHECK(output_of(fmt::format("tc -n {} filter show dev eth0 ingress", pod.name())).empty());
+  CHECK(shim::unplumb_pod_network("/var/run/netns/libshim-none", network).ok());
+
   // A guest whose NIC has the interface's MAC (under another name) gets the pod's view.
   REQUIRE(
       run(fmt::format("ip -n {0} link add ens3 address {1} type veth peer name peer0 && "

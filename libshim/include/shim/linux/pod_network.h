@@ -59,6 +59,11 @@ struct PodNetwork {
 Status plumb_pod_network(const std::string& netns_path, PodNetwork* network,
                          std::vector<UniqueFd>* taps);
 
+// Undoes plumb_pod_network() for `network` in `netns_path`: the interfaces' ingress
+// redirects go (the taps went with the VM), so the netns works again without the VM.
+// An interface or namespace that is gone is no error.
+Status unplumb_pod_network(const std::string& netns_path, const PodNetwork& network);
+
 // In the calling thread's network namespace (a guest's): brings `lo` up, then each
 // interface of `network`, found by its MAC, gets its name, MTU and addresses and goes up;
 // then the routes, those on a link first. NotFound naming a MAC no interface has. NICs

@@ -86,6 +86,8 @@ class RouteNetlink {
   // ingress protocol all u32 match u8 0 0 action mirred egress redirect dev <to>`),
   // replacing an ingress qdisc `from` had, with its filters.
   Status redirect_ingress(int from, int to);
+  // Removes the ingress qdisc of interface `index` and its filters (none: no error).
+  Status remove_ingress(int index);
 
  private:
   // Sends `message` (a complete nlmsghdr with its payload) and reads the answer: with
