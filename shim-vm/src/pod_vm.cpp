@@ -278,10 +278,14 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   vm->join_cgroup(where.host_cgroup);
   VmNetwork network;
   if (!where.netns_path.empty()) {
-    Status plumbed = plumb_vm_network(where.netns_path, &network);
-    vm->netns_path_ = where.netns_path;  // undone by stop(), also what a failure left
+    // A failure leaves nothing plumbed (plumb_pod_network undoes it).
+    if (Status s = plumb_vm_network(where.netns_path, &network); !s.ok()) return s;
+    vm->netns_path_ = where.netns_path;  // undone by stop()
     vm->network_ = network.network;
-    if (!plumbed.ok()) return plumbed;
+    // For the delete action after a shim that died (clean_up).
+    shim::write_file(state_dir + "/network", network_record(where.netns_path, network.network),
+                     0600)
+        .ignore_error();  // without it a dead shim's redirects stay until CRI drops the netns
     context.logger.info("pod network for the VM",
                         {{"netns", where.netns_path}, {"interfaces", describe(network.network)}});
   }
@@ -291,13 +295,11 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   if (Status s = vm->start_daemons(network, deadline, &qemu); !s.ok()) return s;
   network.taps.clear();  // qemu has them: the taps go with it
   if (Status s = vm->connect_agent(listener.get(), qemu, deadline); !s.ok()) return s;
-  if (!network.network.empty()) {
-    agent::Empty answer;
-    if (Status s =
-            vm->agent_->sync("SetupNetwork", setup_network_request(network.network), &answer);
-        !s.ok())
-      return s;
-  }
+  // Also without interfaces: the guest's lo goes up.
+  agent::Empty answer;
+  if (Status s = vm->agent_->sync("SetupNetwork", setup_network_request(network.network), &answer);
+      !s.ok())
+    return s;
   vm->shared_->qemu = qemu.pid;
   // Two calls waiting, so that while one's answer is on its way an OOM kill still goes
   // out at once, before the exit it caused.
@@ -514,6 +516,11 @@ bool PodVm::clean_up(const std::string& state_dir, std::string* error) {
   std::string cgroup_dirs;
   if (shim::read_file(state_dir + "/cgroup", &cgroup_dirs).ok()) {
     if (Status s = remove_cgroup_dirs(cgroup_dirs); !s.ok()) *error = s.message();
+  }
+  std::string network;
+  if (shim::read_file(state_dir + "/network", &network).ok()) {
+    if (Status s = unplumb_recorded(network); !s.ok())
+      *error += (error->empty() ? "" : "; ") + s.message();
   }
   remove_state_dir(state_dir);
   return true;

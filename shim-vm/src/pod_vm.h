@@ -83,7 +83,7 @@ class PodVm {
   // The `delete` action's clean-up after a shim that died: the same from the state dir
   // alone (pid files, the cgroup's directories, mounts). Nothing, and false, while the pod's shim
   // still runs.
-  // *error: what could not be removed (the cgroup), if anything.
+  // *error: what could not be undone (the cgroup, the network redirects), if anything.
   static bool clean_up(const std::string& state_dir, std::string* error);
 
  private:

@@ -33,7 +33,8 @@ shim::Status VmManager::cleanup(const shim::ActionContext& context, std::int64_t
   if (PodVm::clean_up(dir, &error))
     context.logger.info("cleaned up the pod's VM after its shim", {{"state_dir", dir}});
   if (!error.empty())
-    context.logger.warn("the pod VM's cgroup not removed", {{"state_dir", dir}, {"error", error}});
+    context.logger.warn("the pod VM's cgroup or network not restored",
+                        {{"state_dir", dir}, {"error", error}});
   return {};
 }
 

@@ -1,5 +1,7 @@
 #include "vm_network.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -65,6 +67,26 @@ libshim::vm::agent::v1::SetupNetworkRequest setup_network_request(const shim::Po
     route->set_source(r.source);
   }
   return request;
+}
+
+std::string network_record(const std::string& netns_path, const shim::PodNetwork& network) {
+  std::string record = netns_path + "\n";
+  for (const shim::PodInterface& i : network.interfaces) record += i.name + "\n";
+  return record;
+}
+
+shim::Status unplumb_recorded(const std::string& record) {
+  std::istringstream lines(record);
+  std::string netns_path, name;
+  if (!std::getline(lines, netns_path) || netns_path.empty()) return {};
+  shim::PodNetwork network;
+  while (std::getline(lines, name)) {
+    if (!name.empty()) network.interfaces.push_back({.name = name});
+  }
+  if (shim::Status s = shim::unplumb_pod_network(netns_path, network); !s.ok())
+    return shim::Status(s.code(),
+                        fmt::format("the pod's network in {}: {}", netns_path, s.message()));
+  return {};
 }
 
 std::string describe(const shim::PodNetwork& network) {

@@ -38,6 +38,11 @@ std::vector<std::string> qemu_nic_args(const shim::PodNetwork& network, int firs
 // The agent's request for `network`.
 libshim::vm::agent::v1::SetupNetworkRequest setup_network_request(const shim::PodNetwork& network);
 
+// What the state dir keeps of a plumbed network: the netns path, then each interface's
+// name, one a line; unplumb_recorded() undoes the plumbing from it.
+std::string network_record(const std::string& netns_path, const shim::PodNetwork& network);
+shim::Status unplumb_recorded(const std::string& record);
+
 // "eth0 10.88.0.5/16 aa:bb:..; ..." for the log.
 std::string describe(const shim::PodNetwork& network);
 

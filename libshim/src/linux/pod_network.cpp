@@ -166,7 +166,9 @@ Status configure_interface(RouteNetlink& netlink, const NetLink& link, const Pod
   if (want.mtu > 0) change.mtu = want.mtu;
   if (Status s = netlink.set_link(link.index, change); !s.ok()) return s;
   for (const std::string& text : want.addresses) {
-    NetAddress address{.index = link.index, .scope = RT_SCOPE_UNIVERSE};
+    // No duplicate address detection: the pod's netns did it, and a tentative address
+    // could not be a route's source.
+    NetAddress address{.index = link.index, .scope = RT_SCOPE_UNIVERSE, .no_dad = true};
     if (Status s = split_prefix(text, &address.address, &address.prefix, &address.family); !s.ok())
       return s;
     if (Status s = netlink.add_address(address); !s.ok()) return s;
@@ -183,22 +185,35 @@ Status plumb_pod_network(const std::string& netns_path, PodNetwork* network,
     if (Status s = RouteNetlink::open(&netlink); !s.ok()) return s;
     std::vector<int> indexes;
     if (Status s = read_network(netlink, network, &indexes); !s.ok()) return s;
+    // A failure undoes this call's redirects: nothing of ours stays on the pod's interfaces.
+    auto undo = [&](std::size_t made) {
+      for (std::size_t j = 0; j <= made && j < indexes.size(); ++j)
+        netlink.remove_ingress(indexes[j]).ignore_error();  // best effort, on an error path
+      taps->clear();
+    };
     for (std::size_t i = 0; i < indexes.size(); ++i) {
       const PodInterface& interface = network->interfaces[i];
       UniqueFd tap;
       std::string name;
-      if (Status s = open_tap("vmtap%d", &tap, &name); !s.ok()) return s;
-      int tap_index = static_cast<int>(::if_nametoindex(name.c_str()));
-      if (tap_index == 0) return sys_error(errno, "the index of {}", name);
+      Status s = open_tap("vmtap%d", &tap, &name);
+      int tap_index = s.ok() ? static_cast<int>(::if_nametoindex(name.c_str())) : 0;
+      if (s.ok() && tap_index == 0) s = sys_error(errno, "the index of {}", name);
+      if (s.ok()) {
+        // Best effort: with IPv6 left on, only the netns's own neighbour discovery
+        // reaches the guest.
+        if (Status ipv6 = disable_ipv6(name); !ipv6.ok())
+          network->skipped.push_back(fmt::format("IPv6 off on {}: {}", name, ipv6.message()));
+      }
       NetLinkChange up{.up = true};
       if (interface.mtu > 0) up.mtu = interface.mtu;
-      Status s = disable_ipv6(name);
       if (s.ok()) s = netlink.set_link(tap_index, up);
       if (s.ok()) s = netlink.redirect_ingress(indexes[i], tap_index);
       if (s.ok()) s = netlink.redirect_ingress(tap_index, indexes[i]);
-      if (!s.ok())
+      if (!s.ok()) {
+        undo(i);
         return Status(s.code(),
                       fmt::format("tap {} for {}: {}", name, interface.name, s.message()));
+      }
       taps->push_back(std::move(tap));
     }
     return {};
@@ -230,7 +245,8 @@ Status configure_pod_network(const PodNetwork& network) {
       if (Status s = netlink.set_link(link.index, {.up = true}); !s.ok()) return s;
     }
   }
-  // Each NIC first gets a name no pod interface has, so that no final name is taken.
+  // Each NIC first gets a temporary name (vmnic<n>), so that renaming one to a name
+  // another NIC still has is no conflict.
   std::vector<NetLink> nics;
   for (const PodInterface& want : network.interfaces) {
     auto link = std::find_if(links.begin(), links.end(),

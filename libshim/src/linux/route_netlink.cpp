@@ -100,6 +100,12 @@ const Fixed* fixed_part(const std::string& reply) {
   return static_cast<const Fixed*>(NLMSG_DATA(reinterpret_cast<const nlmsghdr*>(reply.data())));
 }
 
+// NLMSG_OK without its comparison of signed and unsigned (clang's -Wsign-compare).
+bool fits(const nlmsghdr* message, int size) {
+  return size >= static_cast<int>(sizeof(nlmsghdr)) && message->nlmsg_len >= sizeof(nlmsghdr) &&
+         message->nlmsg_len <= static_cast<std::uint32_t>(size);
+}
+
 // IFLA_INFO_KIND in the nested IFLA_LINKINFO at `data`: "veth", "tun", "bridge", ...
 std::string link_kind(const void* data, std::size_t size) {
   int left = static_cast<int>(size);
@@ -173,7 +179,7 @@ Status RouteNetlink::exchange(std::string message, std::vector<std::string>* rep
     if ((received.msg_flags & MSG_TRUNC) != 0)
       return Status(Code::kInternal, "netlink: an answer larger than 64 KiB was cut");
     int size = static_cast<int>(got);
-    for (auto* reply = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(reply, size);
+    for (auto* reply = reinterpret_cast<const nlmsghdr*>(buffer.data()); fits(reply, size);
          reply = NLMSG_NEXT(reply, size)) {
       if (reply->nlmsg_seq != sequence_) continue;  // an answer to an earlier request
       if ((reply->nlmsg_flags & NLM_F_DUMP_INTR) != 0) interrupted = true;
@@ -306,6 +312,7 @@ Status RouteNetlink::add_address(const NetAddress& address) {
   message.ifa_prefixlen = static_cast<std::uint8_t>(address.prefix);
   message.ifa_scope = static_cast<std::uint8_t>(address.scope);
   message.ifa_index = static_cast<std::uint32_t>(address.index);
+  if (address.family == AF_INET6 && address.no_dad) message.ifa_flags = IFA_F_NODAD;
   request.add(&message, sizeof message);
   request.attribute(IFA_LOCAL, bytes, size);
   request.attribute(IFA_ADDRESS, bytes, size);
@@ -363,8 +370,9 @@ Status RouteNetlink::remove_ingress(int index) {
   message.tcm_parent = TC_H_INGRESS;
   Request request(RTM_DELQDISC, 0);
   request.add(&message, sizeof message);
+  request.attribute(TCA_KIND, std::string("ingress"));  // never a clsact qdisc
   Status s = exchange(request.finish(), nullptr);
-  // None there: ENOENT, or EINVAL from kernels that say so.
+  // None there: ENOENT, or EINVAL (also for a qdisc of another kind).
   if (s.ok() || s.code() == Code::kNotFound || s.code() == Code::kInvalidArgument) return {};
   return Status(s.code(),
                 fmt::format("remove the ingress qdisc of interface {}: {}", index, s.message()));

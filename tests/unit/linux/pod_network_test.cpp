@@ -223,8 +223,15 @@ TEST_CASE("pod network: guest NICs whose names the pod's interfaces swap", "[lin
                       "p0 && ip -n {0} link add eth1 address 02:00:00:00:00:0b type veth peer "
                       "name p1",
                       guest.name())));
-  shim::PodNetwork network{.interfaces = {{.name = "eth0", .mac = "02:00:00:00:00:0b"},
-                                          {.name = "eth1", .mac = "02:00:00:00:00:0a"}}};
+  // eth0 with an IPv6 address that a route names as its source: usable at once (the
+  // pod's netns did the duplicate address detection).
+  shim::PodNetwork network{
+      .interfaces = {{.name = "eth0", .mac = "02:00:00:00:00:0b", .addresses = {"fd00::5/64"}},
+                     {.name = "eth1", .mac = "02:00:00:00:00:0a"}},
+      .routes = {{.destination = "fd01::/64",
+                  .gateway = "fd00::1",
+                  .interface = "eth0",
+                  .source = "fd00::5"}}};
   shim::Status configured;
   REQUIRE(in_netns(guest.path(), [&] { configured = shim::configure_pod_network(network); }));
   INFO(configured.message());
@@ -233,6 +240,8 @@ TEST_CASE("pod network: guest NICs whose names the pod's interfaces swap", "[lin
             .find("link/ether 02:00:00:00:00:0b") != std::string::npos);
   CHECK(output_of(fmt::format("ip -n {} link show eth1", guest.name()))
             .find("link/ether 02:00:00:00:00:0a") != std::string::npos);
+  CHECK(output_of(fmt::format("ip -n {} -6 route show", guest.name()))
+            .find("fd01::/64 via fd00::1 dev eth0 src fd00::5") != std::string::npos);
 }
 
 TEST_CASE("pod network: two interfaces with one MAC are refused", "[linux][pod-network]") {

@@ -38,6 +38,7 @@ struct NetAddress {
   std::string address;  // "10.88.0.5", "fd00::5"
   int prefix = 0;       // the prefix length: 24 for a /24
   int scope = 0;        // RT_SCOPE_UNIVERSE, RT_SCOPE_LINK, ...
+  bool no_dad = false;  // add_address(): IPv6 without duplicate address detection
 };
 
 // A route of the main table (RTM_NEWROUTE).
@@ -86,7 +87,8 @@ class RouteNetlink {
   // ingress protocol all u32 match u8 0 0 action mirred egress redirect dev <to>`),
   // replacing an ingress qdisc `from` had, with its filters.
   Status redirect_ingress(int from, int to);
-  // Removes the ingress qdisc of interface `index` and its filters (none: no error).
+  // Removes the ingress qdisc of interface `index` and its filters (none, or another kind
+  // such as clsact there: no error, nothing removed).
   Status remove_ingress(int index);
 
  private:
