@@ -36,9 +36,10 @@ version_pattern='^6\.1\.'
 # What the guest needs: the virtio-mmio transport (microvm), virtio-serial (the agent's
 # channel), virtio-fs (the shared directory), overlayfs (container root filesystems) and
 # the balloon (free page reporting gives what the guest frees back to the host) and
-# virtio-net (the pod's network).
+# virtio-net (the pod's network) and virtio-vsock (the agent's channel where the host has
+# vsock; loaded only then, as virtio-net is only for a pod with a network).
 wanted_modules=(virtio_ring virtio virtio_mmio virtio_console fuse virtiofs overlay
-                virtio_balloon virtio_net)
+                virtio_balloon virtio_net vmw_vsock_virtio_transport)
 
 root="$cache/vm-kernel"
 say() { echo "fetch-kernel: $*"; }

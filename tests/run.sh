@@ -31,6 +31,7 @@ bash "$repo/cmake/fetch-containerd.sh"  # containerd 1.7/2.1 for the multi-versi
 bash "$repo/cmake/fetch-criu.sh"        # a CRIU whose `criu check` passes, for checkpoints
 bash "$repo/cmake/fetch-wasmedge.sh"    # the WasmEdge engine, for the Wasm runtime class's tests
 bash "$repo/cmake/fetch-kernel.sh"      # the guest kernel, for the VM runtime class's tests
+bash "$repo/cmake/fetch-vsock-device.sh"  # vhost-device-vsock, for the VM class's hybrid vsock test
 
 sanitized=$asan
 [[ "${SKIP_ASAN:-0}" == 1 ]] && sanitized=""

@@ -1,23 +1,28 @@
 #include "guest_boot.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "shim/fs.h"
 #include "shim/linux/pod_network.h"
+#include "shim/linux/vsock.h"
 
 namespace shim_vm_agent {
 namespace {
@@ -95,8 +100,8 @@ shim::Status mount_kernel_filesystems() {
   return {};
 }
 
-bool DeferredModules::deferred(const std::string& name) {
-  return name == "virtio_net.ko" || name == "net_failover.ko" || name == "failover.ko";
+bool DeferredModules::defers(const std::string& name) const {
+  return std::find(names_.begin(), names_.end(), name) != names_.end();
 }
 
 void DeferredModules::hold(std::string name, shim::UniqueFd fd) {
@@ -113,7 +118,7 @@ shim::Status DeferredModules::load() {
   return {};
 }
 
-shim::Status load_modules(const std::string& dir, DeferredModules* deferred) {
+shim::Status load_modules(const std::string& dir, const std::vector<DeferredModules*>& deferred) {
   std::ifstream order(dir + "/load-order");
   if (!order) return {};  // a kernel with everything built in
   std::string name;
@@ -122,8 +127,10 @@ shim::Status load_modules(const std::string& dir, DeferredModules* deferred) {
     std::string path = dir + "/" + name;
     shim::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return errno_status(fmt::format("open module {}", path));
-    if (DeferredModules::deferred(name)) {
-      deferred->hold(name, std::move(fd));
+    auto group = std::find_if(deferred.begin(), deferred.end(),
+                              [&](const DeferredModules* g) { return g->defers(name); });
+    if (group != deferred.end()) {
+      (*group)->hold(name, std::move(fd));
       continue;
     }
     if (::syscall(SYS_finit_module, fd.get(), "", 0) != 0 && errno != EEXIST)
@@ -180,6 +187,37 @@ shim::Status open_channel(const std::string& name, int timeout_ms, shim::UniqueF
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+std::uint32_t vsock_channel_port() {
+  std::string cmdline;
+  if (!shim::read_file("/proc/cmdline", &cmdline).ok()) return 0;
+  std::istringstream words(cmdline);
+  constexpr std::string_view kFlag = "libshim.channel=vsock:";
+  for (std::string word; words >> word;) {
+    if (!word.starts_with(kFlag)) continue;
+    return static_cast<std::uint32_t>(std::strtoul(word.c_str() + kFlag.size(), nullptr, 10));
+  }
+  return 0;
+}
+
+shim::Status accept_vsock_channel(std::uint32_t port, shim::UniqueFd* fd) {
+  std::string path = std::string(kSharedDir) + "/.agent-token";
+  std::string token;
+  if (!shim::read_file(path, &token).ok() || token.empty()) {
+    return shim::Status(shim::Code::kNotFound, fmt::format("no token from the shim at {}", path));
+  }
+  ::unlink(path.c_str());  // nothing in the VM reads it after this
+  shim::UniqueFd listener;
+  if (shim::Status s = shim::listen_vsock(port, &listener); !s.ok()) return s;
+  shim::Status accepted = shim::accept_with_token(
+      listener.get(), token, std::chrono::seconds(2), fd, [](const std::string& why) {
+        std::fprintf(stderr, "libshim-vm-agent: closed a vsock connection: %s\n", why.c_str());
+      });
+  if (!accepted.ok())
+    return shim::Status(accepted.code(),
+                        fmt::format("vsock port {}: {}", port, accepted.message()));
+  return {};  // the listener closes: no other connection gets in
 }
 
 shim::Status set_up_guest_network(const libshim::vm::agent::v1::SetupNetworkRequest& request) {

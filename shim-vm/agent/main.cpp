@@ -1,6 +1,7 @@
 // libshim-vm-agent: PID 1 of a pod's VM (shim-vm). It brings up the guest (kernel file
-// systems, the initramfs's modules, the shared directory), opens the agent channel,
-// announces itself there and serves shim/vm/agent.proto over ttrpc until the VM ends.
+// systems, the initramfs's modules, the shared directory), opens the agent channel (a
+// virtio-serial port, or the shim's vsock connection), announces itself there and serves
+// shim/vm/agent.proto over ttrpc until the VM ends.
 //
 // Threading: one loop; the reaper delivers exits on it.
 #include <sys/reboot.h>
@@ -49,14 +50,25 @@ void announce(int fd) {
 
 int main() {
   using namespace shim_vm_agent;
-  DeferredModules network_modules;
-  if (shim::Status s = load_modules("/lib/modules", &network_modules); !s.ok()) fail(s);
+  DeferredModules network_modules = DeferredModules::network();
+  DeferredModules serial_modules = DeferredModules::serial();
+  DeferredModules vsock_modules = DeferredModules::vsock();
+  if (shim::Status s =
+          load_modules("/lib/modules", {&network_modules, &serial_modules, &vsock_modules});
+      !s.ok())
+    fail(s);
   if (shim::Status s = leave_initramfs(); !s.ok()) fail(s);
   if (shim::Status s = mount_kernel_filesystems(); !s.ok()) fail(s);
   tune_page_reporting();
   if (shim::Status s = mount_shared("shared", kSharedDir); !s.ok()) fail(s);
   shim::UniqueFd channel;
-  if (shim::Status s = open_channel(kChannelName, 5000, &channel); !s.ok()) fail(s);
+  if (std::uint32_t port = vsock_channel_port(); port != 0) {
+    if (shim::Status s = vsock_modules.load(); !s.ok()) fail(s);
+    if (shim::Status s = accept_vsock_channel(port, &channel); !s.ok()) fail(s);
+  } else {
+    if (shim::Status s = serial_modules.load(); !s.ok()) fail(s);
+    if (shim::Status s = open_channel(kChannelName, 5000, &channel); !s.ok()) fail(s);
+  }
 
   boost::asio::io_context loop;
   std::unique_ptr<shim::Reaper> reaper;

@@ -1,11 +1,8 @@
 #include "pod_vm.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +12,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -35,7 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::string_view kHello = "LIBSHIM-AGENT 1\n";
 constexpr std::chrono::seconds kHeartbeat{5};
 constexpr std::chrono::seconds kHeartbeatTimeout{10};
 
@@ -54,22 +51,6 @@ Status make_shared_dir(const std::string& dir) {
     return sys_error("make " + dir + " private");
   if (::mount(nullptr, dir.c_str(), nullptr, MS_SHARED, nullptr) != 0)
     return sys_error("make " + dir + " shared");
-  return {};
-}
-
-Status listen_on(const std::string& path, shim::UniqueFd* out) {
-  shim::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return sys_error("socket");
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path))
-    return Status(Code::kInvalidArgument, fmt::format("socket path {} is too long", path));
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  ::unlink(path.c_str());
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
-    return sys_error("bind " + path);
-  if (::listen(fd.get(), 1) != 0) return sys_error("listen " + path);
-  *out = std::move(fd);
   return {};
 }
 
@@ -109,64 +90,6 @@ std::string console_summary(const std::string& path) {
   return tail_of(path, 3);
 }
 
-// Waits until `fd` is readable or `deadline`; fails early once `exit` says the process ended.
-Status wait_readable(int fd, Clock::time_point deadline, const shim::ExitFuture& exit,
-                     std::string_view what) {
-  for (;;) {
-    if (exit.ready()) {
-      auto e = exit.wait();
-      return Status(Code::kUnavailable,
-                    fmt::format("{}: qemu exited with status {}", what, e ? e->status : -1));
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0)
-      return Status(Code::kDeadlineExceeded, fmt::format("{}: timed out", what));
-    pollfd p{fd, POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 100)));
-    if (n < 0 && errno != EINTR) return sys_error(what);
-    if (n > 0) return {};
-  }
-}
-
-Status accept_qemu(int listener, pid_t qemu, Clock::time_point deadline,
-                   const shim::ExitFuture& exit, shim::UniqueFd* out) {
-  if (Status s = wait_readable(listener, deadline, exit, "wait for qemu on the agent socket");
-      !s.ok())
-    return s;
-  shim::UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
-  if (!fd.valid()) return sys_error("accept on the agent socket");
-  ucred peer{};
-  socklen_t length = sizeof(peer);
-  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0)
-    return sys_error("SO_PEERCRED");
-  if (peer.pid != qemu) {
-    return Status(Code::kPermissionDenied,
-                  fmt::format("agent socket: peer pid {} is not qemu ({})", peer.pid, qemu));
-  }
-  *out = std::move(fd);
-  return {};
-}
-
-Status read_hello(int fd, Clock::time_point deadline, const shim::ExitFuture& exit) {
-  std::string got;
-  while (got.size() < kHello.size()) {
-    if (Status s = wait_readable(fd, deadline, exit, "wait for the agent"); !s.ok()) return s;
-    char c = 0;
-    ssize_t n = ::read(fd, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return Status(Code::kUnavailable,
-                    "the agent channel closed before the agent announced itself");
-    got.push_back(c);
-    if (c == '\n') break;
-  }
-  if (got != kHello) {
-    return Status(Code::kFailedPrecondition,
-                  fmt::format("the agent announced {:?}, want {:?}", got, kHello));
-  }
-  return {};
-}
-
 std::vector<std::string> qemu_argv(const VmSettings& s, const std::string& dir) {
   std::string memory = fmt::format("{}M", s.memory_mib);
   std::vector<std::string> argv = {
@@ -202,13 +125,6 @@ std::vector<std::string> qemu_argv(const VmSettings& s, const std::string& dir) 
       fmt::format("socket,id=vfs,path={}/vfs.sock", dir),
       "-device",
       "vhost-user-fs-device,chardev=vfs,tag=shared",
-      "-chardev",
-      fmt::format("socket,id=agent,path={}/agent.sock", dir),
-      // Room for the agent's port only: the default 31 ports' queues cost the guest 5 MiB.
-      "-device",
-      "virtio-serial-device,id=vser0,max_ports=2",
-      "-device",
-      "virtserialport,bus=vser0.0,chardev=agent,name=agent",
   };
   // Free page reporting: what the guest frees goes back to the host (the agent sets the
   // block size).
@@ -272,8 +188,9 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   if (ec) return Status(Code::kInternal, fmt::format("mkdir {}: {}", state_dir, ec.message()));
   ::chmod(state_dir.c_str(), 0700);
   if (Status s = make_shared_dir(vm->shared_dir_); !s.ok()) return s;
-  shim::UniqueFd listener;
-  if (Status s = listen_on(state_dir + "/agent.sock", &listener); !s.ok()) return s;
+  std::unique_ptr<AgentChannel> channel;
+  if (Status s = AgentChannel::prepare(settings, state_dir, vm->shared_dir_, &channel); !s.ok())
+    return s;
   if (Status s = record_shim(state_dir); !s.ok()) return s;
   vm->join_cgroup(where.host_cgroup);
   VmNetwork network;
@@ -292,9 +209,11 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
 
   auto deadline = Clock::now() + settings.boot_timeout;
   shim::ClaimedProcess qemu;
-  if (Status s = vm->start_daemons(network, deadline, &qemu); !s.ok()) return s;
+  if (Status s = vm->start_daemons(network, *channel, deadline, &qemu); !s.ok()) return s;
   network.taps.clear();  // qemu has them: the taps go with it
-  if (Status s = vm->connect_agent(listener.get(), qemu, deadline); !s.ok()) return s;
+  if (Status s = vm->connect_agent(*channel, qemu, deadline); !s.ok()) return s;
+  context.logger.info("agent channel",
+                      {{"channel", channel->describe()}, {"reason", settings.channel_reason}});
   // Also without interfaces: the guest's lo goes up.
   agent::Empty answer;
   if (Status s = vm->agent_->sync("SetupNetwork", setup_network_request(network.network), &answer);
@@ -310,42 +229,60 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   return {};
 }
 
-Status PodVm::start_daemons(const VmNetwork& network, Clock::time_point deadline,
-                            shim::ClaimedProcess* qemu) {
+Status PodVm::spawn_daemon(const char* name, std::vector<std::string> argv, int log_fd,
+                           const std::string& socket, Clock::time_point deadline) {
+  shim::ClaimedProcess daemon;
+  if (Status s = spawn_from_loop(*context_, daemon_request(std::move(argv), log_fd, cgroup_.get()),
+                                 &daemon);
+      !s.ok())
+    return Status(s.code(), fmt::format("start {}: {}", name, s.message()));
+  daemons_.push_back({daemon.pid, daemon.exit});
+  shim::write_file(fmt::format("{}/{}.pid", state_dir_, name), std::to_string(daemon.pid), 0600)
+      .ignore_error();
+  // qemu needs its socket: the daemon makes it once it listens.
+  while (::access(socket.c_str(), F_OK) != 0) {
+    if (daemon.exit.ready() || Clock::now() > deadline) {
+      return Status(Code::kUnavailable,
+                    fmt::format("{} did not start: {}", name, tail_of(state_dir_ + "/vm.log", 3)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {};
+}
+
+Status PodVm::start_daemons(const VmNetwork& network, const AgentChannel& channel,
+                            Clock::time_point deadline, shim::ClaimedProcess* qemu) {
   const std::string& dir = state_dir_;
   shim::UniqueFd log(
       ::open((dir + "/vm.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!log.valid()) return sys_error("open vm.log");
-  shim::ClaimedProcess virtiofsd;
   std::vector<std::string> vfs_argv = {settings_.virtiofsd,
                                        "--socket-path=" + dir + "/vfs.sock",
                                        "-o",
                                        "source=" + shared_dir_,
                                        "-o",
                                        "cache=auto"};
-  if (Status s = spawn_from_loop(*context_, daemon_request(vfs_argv, log.get(), cgroup_.get()),
-                                 &virtiofsd);
+  if (Status s = spawn_daemon("virtiofsd", vfs_argv, log.get(), dir + "/vfs.sock", deadline);
       !s.ok())
-    return Status(s.code(), fmt::format("start virtiofsd: {}", s.message()));
-  virtiofsd_pid_ = virtiofsd.pid;
-  virtiofsd_exit_ = virtiofsd.exit;
-  shim::write_file(dir + "/virtiofsd.pid", std::to_string(virtiofsd.pid), 0600).ignore_error();
-  // qemu needs its socket: virtiofsd makes it once it listens.
-  while (::access((dir + "/vfs.sock").c_str(), F_OK) != 0) {
-    if (virtiofsd.exit.ready() || Clock::now() > deadline) {
-      return Status(Code::kUnavailable,
-                    fmt::format("virtiofsd did not start: {}", tail_of(dir + "/vm.log", 3)));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return s;
+  if (std::vector<std::string> argv = channel.daemon_argv(); !argv.empty()) {
+    if (Status s = spawn_daemon("vsockd", argv, log.get(), channel.daemon_socket(), deadline);
+        !s.ok())
+      return s;
   }
 
+  // qemu's fds from 3: the taps, then the vhost-vsock fd.
   constexpr int kFirstTapFd = 3;
+  int vhost_fd_number = kFirstTapFd + static_cast<int>(network.taps.size());
   std::vector<std::string> argv = qemu_argv(settings_, dir);
+  std::vector<std::string> channel_args = channel.qemu_args(vhost_fd_number);
+  argv.insert(argv.end(), channel_args.begin(), channel_args.end());
   std::vector<std::string> nics = qemu_nic_args(network.network, kFirstTapFd);
   argv.insert(argv.end(), nics.begin(), nics.end());
   shim::SpawnRequest request = daemon_request(std::move(argv), log.get(), cgroup_.get());
   for (std::size_t i = 0; i < network.taps.size(); ++i)
     request.fds.emplace_back(kFirstTapFd + static_cast<int>(i), network.taps[i].get());
+  if (channel.vhost_fd() >= 0) request.fds.emplace_back(vhost_fd_number, channel.vhost_fd());
   if (Status s = spawn_from_loop(*context_, request, qemu); !s.ok())
     return Status(s.code(), fmt::format("start qemu: {}", s.message()));
   qemu_pid_ = qemu->pid;
@@ -354,11 +291,10 @@ Status PodVm::start_daemons(const VmNetwork& network, Clock::time_point deadline
   return {};
 }
 
-Status PodVm::connect_agent(int listener, const shim::ClaimedProcess& qemu,
+Status PodVm::connect_agent(AgentChannel& agent_channel, const shim::ClaimedProcess& qemu,
                             Clock::time_point deadline) {
   shim::UniqueFd channel;
-  Status status = accept_qemu(listener, qemu.pid, deadline, qemu.exit, &channel);
-  if (status.ok()) status = read_hello(channel.get(), deadline, qemu.exit);
+  Status status = agent_channel.connect(qemu.pid, deadline, qemu.exit, &channel);
   if (!status.ok()) {
     std::string console = tail_of(state_dir_ + "/console.log", 5);
     std::string qemu_log = tail_of(state_dir_ + "/vm.log", 3);
@@ -462,7 +398,9 @@ void PodVm::stop(Reaping reaping) {
   if (agent_) agent_->close();
   // Not once reaped: the pid may be another process's by now.
   if (qemu_pid_ > 0 && !qemu_exit_.ready()) ::kill(qemu_pid_, SIGKILL);
-  if (virtiofsd_pid_ > 0 && !virtiofsd_exit_.ready()) ::kill(virtiofsd_pid_, SIGKILL);
+  for (const Daemon& daemon : daemons_) {
+    if (!daemon.exit.ready()) ::kill(daemon.pid, SIGKILL);
+  }
   // The netns works again without the VM (CRI reuses none, but `ctr run --with-ns` may).
   if (!netns_path_.empty()) {
     if (Status s = shim::unplumb_pod_network(netns_path_, network_); !s.ok() && context_)
@@ -510,7 +448,7 @@ bool PodVm::clean_up(const std::string& state_dir, std::string* error) {
   } else if (pod_process(state_dir, "qemu.pid") > 0) {
     return false;  // no record: a running qemu means a running shim
   }
-  for (const char* name : {"qemu.pid", "virtiofsd.pid"}) {
+  for (const char* name : {"qemu.pid", "virtiofsd.pid", "vsockd.pid"}) {
     if (pid_t pid = pod_process(state_dir, name); pid > 0) ::kill(pid, SIGKILL);
   }
   std::string cgroup_dirs;

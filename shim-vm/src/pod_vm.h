@@ -1,7 +1,7 @@
 // PodVm: one pod's micro-VM and what serves it on the host: qemu, the virtio-fs daemon
-// sharing the pod's directory, and the agent channel (a virtio-serial port qemu connects
-// to the shim's own socket, so only qemu reaches it). The guest's PID 1 is the agent; the
-// VM is up once the agent announced itself and answered Hello.
+// sharing the pod's directory, and the agent channel (agent_channel.h: virtio-serial or
+// vsock). The guest's PID 1 is the agent; the VM is up once the agent announced itself
+// and answered Hello.
 //
 // The shared directory is a bind mount of itself made "shared", so that the containers'
 // rootfs bind-mounted under it after the VM booted reach virtiofsd's mount namespace
@@ -21,9 +21,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "agent_channel.h"
 #include "agent_client.h"
 #include "shim/instance_events.h"
 #include "shim/linux/container_cgroup.h"
@@ -76,7 +78,7 @@ class PodVm {
     kByLoop,  // the shim's reaper, on the loop that still runs
     kHere,    // stop() itself: the loop has stopped (the shim is exiting)
   };
-  // Kills qemu and virtiofsd, removes their cgroup, unmounts the shared directory and
+  // Kills qemu and its daemons, removes their cgroup, unmounts the shared directory and
   // removes the state dir.
   void stop(Reaping reaping = Reaping::kByLoop);
 
@@ -91,13 +93,17 @@ class PodVm {
   // Makes (or joins) the VM's host cgroup `path` (host_cgroup.h); none when `path` is
   // empty or the cgroup cannot be made (logged: the VM stays in the shim's cgroup).
   void join_cgroup(const std::string& path);
-  // Starts virtiofsd, then qemu (with a NIC on each of `network`'s taps).
-  shim::Status start_daemons(const VmNetwork& network,
+  // Starts a daemon of the VM (<state dir>/`name`.pid) and waits for its `socket`.
+  shim::Status spawn_daemon(const char* name, std::vector<std::string> argv, int log_fd,
+                            const std::string& socket,
+                            std::chrono::steady_clock::time_point deadline);
+  // Starts virtiofsd, the channel's daemon if it has one, then qemu (with the channel and
+  // a NIC on each of `network`'s taps).
+  shim::Status start_daemons(const VmNetwork& network, const AgentChannel& channel,
                              std::chrono::steady_clock::time_point deadline,
                              shim::ClaimedProcess* qemu);
-  // Accepts qemu's connection of the agent channel, reads the agent's announcement and
-  // says Hello.
-  shim::Status connect_agent(int listener, const shim::ClaimedProcess& qemu,
+  // Connects the agent channel, waits for the agent's announcement and says Hello.
+  shim::Status connect_agent(AgentChannel& channel, const shim::ClaimedProcess& qemu,
                              std::chrono::steady_clock::time_point deadline);
   // What the callbacks on the loop share with this object: they may run after it is gone.
   struct Shared {
@@ -122,9 +128,12 @@ class PodVm {
   shim::PodNetwork network_;  // what was plumbed there
   std::string kernel_release_;
   pid_t qemu_pid_ = -1;
-  pid_t virtiofsd_pid_ = -1;
   shim::ExitFuture qemu_exit_;
-  shim::ExitFuture virtiofsd_exit_;
+  struct Daemon {
+    pid_t pid;
+    shim::ExitFuture exit;
+  };
+  std::vector<Daemon> daemons_;  // virtiofsd, the channel's daemon
   std::shared_ptr<AgentClient> agent_;
   std::unique_ptr<shim::ContainerCgroup> cgroup_;  // where qemu and virtiofsd run, if any
   bool cgroup_owned_ = false;                      // made by the shim: emptied, removed

@@ -1,10 +1,12 @@
 // Where a pod's VM keeps its files on the host: /run/libshim-vm/<hash of namespace and
 // pod>, short enough for the unix sockets in it, found again by the `delete` action.
 //
-//   agent.sock vfs.sock     the agent channel (qemu connects) and virtiofsd's socket
-//   qemu.pid virtiofsd.pid  for the clean-up after a shim that died
-//   console.log vm.log      the guest's console; qemu's and virtiofsd's messages
-//   shared/                 the shared directory: shared/<container>/rootfs, .../mounts/<n>
+//   agent.sock vfs.sock     the serial agent channel (qemu connects) and virtiofsd's socket
+//   vsock.sock vsock-vhost.sock  the hybrid vsock daemon's sockets (the shim's, qemu's)
+//   qemu.pid virtiofsd.pid vsockd.pid  for the clean-up after a shim that died
+//   console.log vm.log      the guest's console; qemu's and its daemons' messages
+//   shared/                 the shared directory: shared/<container>/rootfs, .../mounts/<n>;
+//                           shared/.agent-token until the agent read it (vsock channels)
 //
 // Threading: plain functions (blocking file system calls).
 #pragma once

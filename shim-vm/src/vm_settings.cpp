@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "agent_channel.h"
+#include "shim/linux/vsock.h"
+
 namespace shim_vm {
 namespace {
 
@@ -63,7 +66,40 @@ unsigned unsigned_env(const char* name, unsigned fallback) {
              : fallback;
 }
 
+shim::Status choose_channel(VmSettings* s) {
+  std::string channel = env_or("LIBSHIM_VM_CHANNEL", "auto");
+  s->vsock_device = env_or("LIBSHIM_VM_VSOCK_DEVICE", LIBSHIM_VM_VSOCK_DEVICE_DEFAULT);
+  if (channel == "auto") {
+    std::string why_not;
+    bool vsock = shim::vhost_vsock_usable(&why_not);
+    s->channel = vsock ? ChannelKind::kVsock : ChannelKind::kSerial;
+    s->channel_reason = vsock ? "auto: /dev/vhost-vsock" : "auto: " + why_not;
+    return {};
+  }
+  for (ChannelKind kind : {ChannelKind::kSerial, ChannelKind::kVsock, ChannelKind::kHybridVsock}) {
+    if (channel != channel_name(kind)) continue;
+    s->channel = kind;
+    s->channel_reason = "LIBSHIM_VM_CHANNEL";
+    return {};
+  }
+  return shim::Status(
+      shim::Code::kInvalidArgument,
+      fmt::format("LIBSHIM_VM_CHANNEL={}: want serial, vsock, hybrid-vsock or auto", channel));
+}
+
 }  // namespace
+
+std::string_view channel_name(ChannelKind kind) {
+  switch (kind) {
+    case ChannelKind::kSerial:
+      return "serial";
+    case ChannelKind::kVsock:
+      return "vsock";
+    case ChannelKind::kHybridVsock:
+      return "hybrid-vsock";
+  }
+  return "?";
+}
 
 shim::Status vm_settings(const std::string& kernel, const std::string& initrd, VmSettings* out) {
   VmSettings s;
@@ -85,6 +121,7 @@ shim::Status vm_settings(const std::string& kernel, const std::string& initrd, V
     return shim::Status(shim::Code::kInvalidArgument,
                         fmt::format("LIBSHIM_VM_ACCEL={}: want kvm, tcg or auto", accel));
   }
+  if (shim::Status status = choose_channel(&s); !status.ok()) return status;
   for (const auto& [what, path] :
        {std::pair{"kernel", s.kernel}, std::pair{"initramfs", s.initrd}}) {
     if (path.empty() || ::access(path.c_str(), R_OK) != 0) {
@@ -103,6 +140,9 @@ std::string kernel_command_line(const VmSettings& settings) {
   std::string line =
       "console=ttyS0 panic=-1 quiet rdinit=/init initcall_blacklist=tracer_init_tracefs";
   if (settings.accel == "tcg") line += fmt::format(" tsc_early_khz={}", tsc_khz());
+  // The agent's channel (a dotted name: the kernel keeps it from init's arguments).
+  if (settings.channel != ChannelKind::kSerial)
+    line += fmt::format(" libshim.channel=vsock:{}", kAgentVsockPort);
   return line;
 }
 

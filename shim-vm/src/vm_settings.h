@@ -6,16 +6,33 @@
 //   LIBSHIM_VM_QEMU, LIBSHIM_VM_VIRTIOFSD  the programs
 //   LIBSHIM_VM_ACCEL                       kvm, tcg, or auto (the default)
 //   LIBSHIM_VM_MEMORY_MIB, LIBSHIM_VM_CPUS the guest's size (256, 1)
+//   LIBSHIM_VM_CHANNEL                     how the shim reaches the agent: serial
+//                                          (virtio-serial), vsock (the kernel's
+//                                          vhost-vsock), hybrid-vsock (a vhost-user
+//                                          vsock daemon), or auto (the default: vsock
+//                                          where /dev/vhost-vsock opens, else serial)
+//   LIBSHIM_VM_VSOCK_DEVICE                the daemon for hybrid-vsock (vhost-device-vsock;
+//                                          default: where cmake/fetch-vsock-device.sh
+//                                          puts it)
 //
 // Threading: plain functions; settings are values.
 #pragma once
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "shim/status.h"
 
 namespace shim_vm {
+
+// The agent channel (agent_channel.h).
+enum class ChannelKind {
+  kSerial,       // a virtio-serial port, qemu connected to the shim's unix socket
+  kVsock,        // AF_VSOCK through the host kernel's vhost-vsock
+  kHybridVsock,  // AF_VSOCK in the guest, a vhost-user daemon's unix socket on the host
+};
+std::string_view channel_name(ChannelKind kind);  // "serial", "vsock", "hybrid-vsock"
 
 struct VmSettings {
   std::string qemu = "qemu-system-x86_64";
@@ -24,6 +41,9 @@ struct VmSettings {
   std::string initrd;
   std::string accel;         // "kvm" or "tcg": what boots the guest
   std::string accel_reason;  // why that one ("auto: /dev/kvm has no vmx/svm CPU")
+  ChannelKind channel = ChannelKind::kSerial;
+  std::string channel_reason;  // why that one ("auto: open /dev/vhost-vsock: ...")
+  std::string vsock_device;    // the vhost-user vsock daemon, for kHybridVsock
   unsigned memory_mib = 256;
   unsigned cpus = 1;
   // TCG's translation cache (qemu -accel tcg,tb-size): host memory against boot time.

@@ -14,10 +14,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include <boost/json.hpp>
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
 
 namespace shim::test {
 namespace {
@@ -47,18 +47,15 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string basename_of(const std::string& path) {
-  return fs::path(path).filename().string();
-}
+std::string basename_of(const std::string& path) { return fs::path(path).filename().string(); }
 
 // Plugins a task-level test never needs; fewer plugins, faster and quieter start. With
 // `cri` the CRI plugins stay.
 std::vector<std::string> disabled_plugins(const ContainerdVersion& version, bool cri) {
   std::vector<std::string> ids = {
-      "io.containerd.snapshotter.v1.btrfs",
-      "io.containerd.snapshotter.v1.aufs",   "io.containerd.snapshotter.v1.zfs",
-      "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp",
-      "io.containerd.internal.v1.tracing"};
+      "io.containerd.snapshotter.v1.btrfs",      "io.containerd.snapshotter.v1.aufs",
+      "io.containerd.snapshotter.v1.zfs",        "io.containerd.snapshotter.v1.devmapper",
+      "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"};
   // NRI (on by default in 2.x) would listen on the host-wide /var/run/nri/nri.sock.
   if (version.at_least(1, 7)) ids.push_back("io.containerd.nri.v1.nri");
   if (version.major >= 2) ids.push_back("io.containerd.snapshotter.v1.erofs");
@@ -223,8 +220,7 @@ void PrivateContainerd::write_config() const {
       "\n[debug]\n  level = \"debug\"\n"
       "\n[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"{}\"\n",
       config_version, root_dir(), state_dir(), fmt::join(quoted, ", "), grpc_address_,
-      ttrpc_address_,
-      dir_.sub("opt"));
+      ttrpc_address_, dir_.sub("opt"));
   out << options_.extra_config << "\n";
   if (!out) throw std::runtime_error(fmt::format("writing {} failed", config_path()));
 }
@@ -244,6 +240,7 @@ void PrivateContainerd::start() {
   SpawnOptions spawn;
   spawn.stdout_path = log_path();
   spawn.env.push_back("PATH=" + daemon_path());
+  for (const std::string& entry : options_.env) spawn.env.push_back(entry);
   // containerd passes its environment to the shims it starts (sanitized mode only).
   if (!sanitizer_dir_.empty()) {
     for (std::string& entry : sanitizer_env(sanitizer_dir_)) spawn.env.push_back(std::move(entry));
@@ -253,16 +250,18 @@ void PrivateContainerd::start() {
   const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
   for (;;) {
     if (!daemon_.running()) {
-      throw std::runtime_error(fmt::format("containerd exited with status {} while starting; "
-                                           "log tail:\n{}",
-                                           daemon_.exit_status().value_or(-1), log_tail()));
+      throw std::runtime_error(
+          fmt::format("containerd exited with status {} while starting; "
+                      "log tail:\n{}",
+                      daemon_.exit_status().value_or(-1), log_tail()));
     }
     if (ctr({"version"}, 5s).ok()) break;
     if (std::chrono::steady_clock::now() >= deadline) {
       daemon_.kill();
-      throw std::runtime_error(fmt::format("containerd did not answer `ctr version` within "
-                                           "{} ms; log tail:\n{}",
-                                           options_.start_timeout.count(), log_tail()));
+      throw std::runtime_error(
+          fmt::format("containerd did not answer `ctr version` within "
+                      "{} ms; log tail:\n{}",
+                      options_.start_timeout.count(), log_tail()));
     }
     std::this_thread::sleep_for(100ms);
   }
@@ -289,7 +288,8 @@ void PrivateContainerd::restart() {
 bool PrivateContainerd::running() { return daemon_.running(); }
 
 CommandResult PrivateContainerd::ctr(const std::vector<std::string>& args,
-                                     std::chrono::milliseconds timeout, std::string stdin_data) const {
+                                     std::chrono::milliseconds timeout,
+                                     std::string stdin_data) const {
   std::vector<std::string> argv = {ctr_bin_, "--address", grpc_address_, "-n", ns_};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv, {.timeout = timeout, .stdin_data = std::move(stdin_data)});
@@ -453,8 +453,8 @@ void PrivateContainerd::fail_on_sanitizer_reports() {
 std::string PrivateContainerd::log_tail(std::size_t lines) const {
   std::vector<std::string> all = split_lines(read_text(log_path()));
   std::size_t first = all.size() > lines ? all.size() - lines : 0;
-  return fmt::format("{}", fmt::join(all.begin() + static_cast<std::ptrdiff_t>(first),
-                                     all.end(), "\n"));
+  return fmt::format("{}",
+                     fmt::join(all.begin() + static_cast<std::ptrdiff_t>(first), all.end(), "\n"));
 }
 
 }  // namespace shim::test

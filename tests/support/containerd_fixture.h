@@ -48,6 +48,9 @@ struct ContainerdOptions {
   // The containerd binary's own dir follows them, then $PATH: so containerd runs the Go
   // shim that came with it unless a test puts its own shim first.
   std::vector<std::string> path_prepend;
+  // "NAME=value" entries added to containerd's environment, which it passes to the shims
+  // it starts (a shim's settings, e.g. LIBSHIM_VM_CHANNEL).
+  std::vector<std::string> env;
   // TOML appended to the generated config.toml.
   std::string extra_config;
   // Keep the CRI plugin (on 2.x also the plugins it was split into) and, on 2.x, write

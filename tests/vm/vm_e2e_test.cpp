@@ -3,11 +3,15 @@
 // cmake/fetch-kernel.sh, the initramfs with the agent from the build), on KVM where it
 // can boot the kernel, else TCG. Few cases on purpose: each boots VMs (seconds under
 // TCG). They skip without qemu, virtiofsd or the kernel.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +23,7 @@
 #include <catch2/catch.hpp>
 
 #include "shim/linux/cgroup.h"
+#include "shim/unique_fd.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
 #include "support/ttrpc_harness.h"
@@ -52,7 +57,7 @@ struct VmSetup {
   PrivateContainerd fx;
   std::string rootfs = fx.dir() + "/rootfs";
 
-  VmSetup() {
+  explicit VmSetup(ContainerdOptions options = {}) : fx(std::move(options)) {
     make_busybox_rootfs(rootfs);
     std::ofstream(rootfs + "/etc/message") << "a file in the rootfs\n";
   }
@@ -161,14 +166,16 @@ CommandResult ctr_in_terminal(const PrivateContainerd& fx, const std::vector<std
   return run_command({"/usr/bin/script", "-qec", command, "/dev/null"}, {.timeout = 120s});
 }
 
-// The qemu processes whose command line names the VM state dir of this containerd's pods.
+// The qemu processes (and their daemons) whose command line names the VM state dir of this
+// containerd's pods.
 std::vector<int> qemu_pids() {
   std::vector<int> pids;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     std::ifstream in(entry.path() / "cmdline");
     std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (cmdline.find("/run/libshim-vm/") != std::string::npos &&
-        (cmdline.starts_with("qemu-system") || cmdline.find("virtiofsd") != std::string::npos))
+        (cmdline.starts_with("qemu-system") || cmdline.find("virtiofsd") != std::string::npos ||
+         cmdline.find("vhost-device-vsock") != std::string::npos))
       pids.push_back(std::stoi(entry.path().filename().string()));
   }
   return pids;
@@ -353,6 +360,64 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
                                      ? fmt::format("/sys/fs/cgroup/{}/victim", s.fx.ns())
                                      : fmt::format("/sys/fs/cgroup/memory/{}/victim", s.fx.ns());
   CHECK(wait_until([&] { return !fs::exists(memory_dir); }, 10s));
+}
+
+TEST_CASE("vm: the agent channel over hybrid vsock; a stranger on it gets nowhere", "[vm-e2e]") {
+  SKIP_WITHOUT_VM();
+  if (::access(LIBSHIM_VM_VSOCK_DEVICE, X_OK) != 0)
+    LIBSHIM_SKIP(fmt::format("no {} (cmake/fetch-vsock-device.sh)", LIBSHIM_VM_VSOCK_DEVICE));
+  VmSetup s(ContainerdOptions{.env = {"LIBSHIM_VM_CHANNEL=hybrid-vsock"}});
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "pod", {"/bin/sleep", "3600"}), 120s).ok());
+  REQUIRE(s.wait_status("pod", "RUNNING"));
+
+  // The shim's log names the channel, with the daemon's socket for the host's side.
+  std::ifstream log(s.fx.log_path());
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const std::string marker = "channel=\"hybrid vsock ";
+  auto at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  auto end = text.find(":1024\"", at);
+  REQUIRE(end != std::string::npos);
+  std::string socket = text.substr(at + marker.size(), end - at - marker.size());
+  CHECK(text.find("reason=LIBSHIM_VM_CHANNEL", at) != std::string::npos);
+
+  // The guest has vsock and no virtio-serial port.
+  auto devices = s.fx.ctr(s.exec("pod", "devices",
+                                 {"/bin/sh", "-c",
+                                  "ls /sys/bus/virtio/drivers/vmw_vsock_virtio_transport | "
+                                  "grep -c ^virtio; ls /sys/class/virtio-ports | wc -l"}));
+  CHECK(devices.exit_code == 0);
+  CHECK(devices.out == "1\n0\n");
+
+  // Another host process on the daemon's socket reaches no agent: the agent took the
+  // shim's connection and listens no more, so the guest refuses the port.
+  {
+    shim::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    REQUIRE(socket.size() < sizeof address.sun_path);
+    std::memcpy(address.sun_path, socket.c_str(), socket.size() + 1);
+    REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    std::string request = "CONNECT 1024\n";
+    REQUIRE(::write(fd.get(), request.data(), request.size()) ==
+            static_cast<ssize_t>(request.size()));
+    pollfd p{fd.get(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 10'000) == 1);
+    char answer[64] = {};
+    CHECK(::read(fd.get(), answer, sizeof answer) == 0);  // closed, no "OK <port>"
+  }
+
+  // The pod still serves: exec, its exit code and output.
+  auto exec = s.fx.ctr(s.exec("pod", "e1", {"/bin/sh", "-c", "echo over vsock; exit 4"}));
+  CHECK(exec.exit_code == 4);
+  CHECK(exec.out == "over vsock\n");
+
+  // The shim SIGKILLed: qemu, virtiofsd and the vsock daemon go with it.
+  std::vector<pid_t> shims = live_shims(fs::canonical(kShim).string(), s.fx.ns());
+  REQUIRE(shims.size() == 1);
+  REQUIRE(::kill(shims[0], SIGKILL) == 0);
+  CHECK(wait_until([&] { return qemu_pids().empty() && s.task_status("pod") != "RUNNING"; }, 30s));
+  s.fx.ctr({"task", "rm", "pod"});
 }
 
 }  // namespace

@@ -1,0 +1,278 @@
+#include "shim/linux/vsock.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <linux/vm_sockets.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace shim {
+namespace {
+
+constexpr const char* kVhostVsock = "/dev/vhost-vsock";
+// <linux/vhost.h>'s VHOST_VSOCK_SET_GUEST_CID: that header is C only (its virtio_ring.h
+// does not compile as C++).
+constexpr unsigned long kSetGuestCid = _IOW(0xAF, 0x60, std::uint64_t);
+
+// A peer that is not there (yet): worth another try.
+bool not_listening(int error) {
+  return error == ECONNREFUSED || error == ECONNRESET || error == ENOENT || error == ENODEV ||
+         error == EHOSTUNREACH || error == ENETUNREACH || error == EPIPE;
+}
+
+Status dial_error(const VsockTarget& target, std::string_view step, int error) {
+  Code code = not_listening(error) ? Code::kUnavailable
+              : error == ETIMEDOUT ? Code::kDeadlineExceeded
+                                   : Code::kInternal;
+  return Status(code, fmt::format("{}: {}: {}", target.describe(), step, std::strerror(error)));
+}
+
+Status dial_kernel(const VsockTarget& target, std::chrono::milliseconds timeout, UniqueFd* out) {
+  UniqueFd fd(::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return dial_error(target, "socket", errno);
+  timeval limit{};
+  limit.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  limit.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+  // Not fatal: the kernel's own limit (2 s) applies instead.
+  (void)::setsockopt(fd.get(), AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &limit, sizeof limit);
+  sockaddr_vm address{};
+  address.svm_family = AF_VSOCK;
+  address.svm_cid = target.cid;
+  address.svm_port = target.port;
+  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (errno != EINTR) return dial_error(target, "connect", errno);
+  }
+  *out = std::move(fd);
+  return {};
+}
+
+// Reads the answer line byte by byte: what follows it is the guest's.
+Status read_answer(int fd, const VsockTarget& target, std::chrono::milliseconds timeout,
+                   std::string* line) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (line->empty() || line->back() != '\n') {
+    if (line->size() > 64) {
+      return Status(
+          Code::kInvalidArgument,
+          fmt::format("{}: the answer to CONNECT is too long: {:?}", target.describe(), *line));
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return dial_error(target, "wait for the answer to CONNECT", ETIMEDOUT);
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno != EINTR) return dial_error(target, "poll", errno);
+    if (n <= 0) continue;
+    char c = 0;
+    ssize_t got = ::read(fd, &c, 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return dial_error(target, "read the answer to CONNECT", errno);
+    // The VMM closes the connection when the guest refused it (nobody listens there).
+    if (got == 0) return dial_error(target, "the connection closed before OK", ECONNRESET);
+    line->push_back(c);
+  }
+  return {};
+}
+
+Status dial_hybrid(const VsockTarget& target, std::chrono::milliseconds timeout, UniqueFd* out) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return dial_error(target, "socket", errno);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (target.uds_path.size() >= sizeof address.sun_path) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("{}: the socket path is too long", target.describe()));
+  }
+  std::memcpy(address.sun_path, target.uds_path.c_str(), target.uds_path.size() + 1);
+  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (errno != EINTR) return dial_error(target, "connect", errno);
+  }
+  std::string request = fmt::format("CONNECT {}\n", target.port);
+  // A few bytes into a fresh unix socket's empty buffer: one write.
+  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size()))
+    return dial_error(target, "send CONNECT", errno);
+  std::string line;
+  if (Status s = read_answer(fd.get(), target, timeout, &line); !s.ok()) return s;
+  std::string_view answer(line);
+  answer.remove_suffix(1);
+  std::uint32_t host_port = 0;
+  auto [end, error] =
+      answer.starts_with("OK ")
+          ? std::from_chars(answer.data() + 3, answer.data() + answer.size(), host_port)
+          : std::from_chars_result{answer.data(), std::errc::invalid_argument};
+  if (error != std::errc() || end != answer.data() + answer.size()) {
+    return Status(Code::kInvalidArgument, fmt::format("{}: the answer to CONNECT is {:?}, not OK",
+                                                      target.describe(), line));
+  }
+  *out = std::move(fd);
+  return {};
+}
+
+}  // namespace
+
+std::string VsockTarget::describe() const {
+  return uds_path.empty() ? fmt::format("vsock {}:{}", cid, port)
+                          : fmt::format("hybrid vsock {}:{}", uds_path, port);
+}
+
+Status dial_vsock(const VsockTarget& target, std::chrono::milliseconds timeout, UniqueFd* out) {
+  return target.uds_path.empty() ? dial_kernel(target, timeout, out)
+                                 : dial_hybrid(target, timeout, out);
+}
+
+bool vhost_vsock_usable(std::string* why_not) {
+  UniqueFd fd(::open(kVhostVsock, O_RDWR | O_CLOEXEC));
+  if (fd.valid()) return true;
+  *why_not = fmt::format("open {}: {}", kVhostVsock, std::strerror(errno));
+  return false;
+}
+
+Status reserve_vsock_cid(std::uint32_t first, UniqueFd* vhost, std::uint32_t* cid) {
+  UniqueFd fd(::open(kVhostVsock, O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("open {}: {}", kVhostVsock, std::strerror(errno)));
+  }
+  constexpr std::uint32_t kFirstGuestCid = 3;
+  constexpr int kTries = 4096;
+  std::uint32_t candidate = first < kFirstGuestCid ? kFirstGuestCid : first;
+  for (int i = 0; i < kTries; ++i) {
+    std::uint64_t value = candidate;
+    if (::ioctl(fd.get(), kSetGuestCid, &value) == 0) {
+      *vhost = std::move(fd);
+      *cid = candidate;
+      return {};
+    }
+    if (errno != EADDRINUSE) {
+      return Status(Code::kInternal, fmt::format("{}: set guest CID {}: {}", kVhostVsock, candidate,
+                                                 std::strerror(errno)));
+    }
+    // U32_MAX is VMADDR_CID_ANY; wrap below it.
+    candidate = candidate >= 0xfffffffeu ? kFirstGuestCid : candidate + 1;
+  }
+  return Status(Code::kResourceExhausted,
+                fmt::format("{}: {} CIDs from {} are all in use", kVhostVsock, kTries, first));
+}
+
+Status listen_vsock(std::uint32_t port, UniqueFd* out) {
+  UniqueFd fd(::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid())
+    return Status(Code::kUnavailable, fmt::format("vsock socket: {}", std::strerror(errno)));
+  sockaddr_vm address{};
+  address.svm_family = AF_VSOCK;
+  address.svm_cid = VMADDR_CID_ANY;
+  address.svm_port = port;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+    return Status(Code::kUnavailable,
+                  fmt::format("bind vsock port {}: {}", port, std::strerror(errno)));
+  if (::listen(fd.get(), 4) != 0)
+    return Status(Code::kInternal,
+                  fmt::format("listen on vsock port {}: {}", port, std::strerror(errno)));
+  *out = std::move(fd);
+  return {};
+}
+
+namespace {
+
+// A connection accept_with_token() reads the first line of.
+struct Candidate {
+  UniqueFd fd;
+  std::string line;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+// Reads what `c` sent; true once it sent its line (or failed: then `why` says so).
+bool read_candidate(Candidate& c, std::string* why) {
+  char buffer[80];
+  ssize_t n = ::recv(c.fd.get(), buffer, sizeof buffer, MSG_DONTWAIT | MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  if (n <= 0) {
+    *why = n == 0 ? "closed before its first line" : std::strerror(errno);
+    return true;
+  }
+  // Take up to the newline only: what follows is the protocol's.
+  std::string_view peeked(buffer, static_cast<std::size_t>(n));
+  std::size_t newline = peeked.find('\n');
+  std::size_t take = newline == std::string_view::npos ? peeked.size() : newline + 1;
+  if (::recv(c.fd.get(), buffer, take, MSG_DONTWAIT) != static_cast<ssize_t>(take)) {
+    *why = "read failed";
+    return true;
+  }
+  c.line.append(buffer, take);
+  if (newline == std::string_view::npos && c.line.size() <= 64) return false;
+  if (newline == std::string_view::npos) *why = "its first line is too long";
+  return true;
+}
+
+// Compares all of both, so the time taken says nothing of where they differ.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    differ |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return differ == 0;
+}
+
+}  // namespace
+
+Status accept_with_token(int listener, const std::string& token,
+                         std::chrono::milliseconds line_timeout, UniqueFd* out,
+                         const std::function<void(const std::string&)>& on_refused) {
+  constexpr std::size_t kMaxWaiting = 16;
+  std::vector<Candidate> waiting;
+  auto refuse = [&](std::size_t i, const std::string& why) {
+    if (on_refused) on_refused(why);
+    waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  for (;;) {
+    std::vector<pollfd> fds{{listener, POLLIN, 0}};
+    auto now = std::chrono::steady_clock::now();
+    int wait_ms = -1;
+    for (const Candidate& c : waiting) {
+      fds.push_back({c.fd.get(), POLLIN, 0});
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now);
+      int ms = static_cast<int>(std::max<long>(left.count(), 0) + 1);
+      wait_ms = wait_ms < 0 ? ms : std::min(wait_ms, ms);
+    }
+    if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR)
+      return Status(Code::kInternal, fmt::format("poll for the host: {}", std::strerror(errno)));
+    now = std::chrono::steady_clock::now();
+    // Newest last: walk back so that erasing keeps the indexes of those still to visit.
+    for (std::size_t i = waiting.size(); i-- > 0;) {
+      Candidate& c = waiting[i];
+      std::string why;
+      if (fds[i + 1].revents != 0 && read_candidate(c, &why)) {
+        if (why.empty() && same_secret(c.line, token + "\n")) {
+          *out = std::move(c.fd);
+          return {};
+        }
+        refuse(i, why.empty() ? "its first line is not the token" : why);
+      } else if (now >= c.deadline) {
+        refuse(i, fmt::format("no first line within {} ms", line_timeout.count()));
+      }
+    }
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
+      return Status(Code::kInternal, fmt::format("accept: {}", std::strerror(errno)));
+    }
+    if (waiting.size() == kMaxWaiting) refuse(0, "too many connections waiting");
+    waiting.push_back({std::move(fd), {}, now + line_timeout});
+  }
+}
+
+}  // namespace shim
