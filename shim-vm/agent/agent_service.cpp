@@ -22,7 +22,6 @@ using shim::Status;
 namespace {
 
 constexpr std::uint32_t kProtocolVersion = 1;
-constexpr std::size_t kDefaultReadBytes = 256 * 1024;
 constexpr const char* kService = "libshim.vm.agent.v1.Agent";
 
 Status not_found(std::string_view what) { return Status(Code::kNotFound, std::string(what)); }
@@ -352,52 +351,6 @@ void AgentService::delete_process(pb::ProcessRequest request, Reply<pb::Empty> r
   reply(pb::Empty());
 }
 
-void AgentService::read_output(pb::ReadOutputRequest request, Reply<pb::ReadOutputResponse> reply) {
-  Container* container = nullptr;
-  GuestProcess* process = nullptr;
-  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
-    return reply.fail(s);
-  std::size_t max = request.max_bytes() == 0 ? kDefaultReadBytes
-                                             : std::min<std::size_t>(request.max_bytes(), 1 << 20);
-  process->output(static_cast<int>(request.stream()))
-      .read(max, [reply](Status s, std::string data, bool eof) {
-        if (!s.ok()) return reply.fail(s);
-        pb::ReadOutputResponse response;
-        response.set_data(std::move(data));
-        response.set_eof(eof);
-        reply(response);
-      });
-}
-
-void AgentService::write_stdin(pb::WriteStdinRequest request, Reply<pb::Empty> reply) {
-  Container* container = nullptr;
-  GuestProcess* process = nullptr;
-  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
-    return reply.fail(s);
-  process->write_stdin(std::move(*request.mutable_data()), [reply](Status s) {
-    if (!s.ok()) return reply.fail(s);
-    reply(pb::Empty());
-  });
-}
-
-void AgentService::close_stdin(pb::ProcessRequest request, Reply<pb::Empty> reply) {
-  Container* container = nullptr;
-  GuestProcess* process = nullptr;
-  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
-    return reply.fail(s);
-  process->close_stdin();
-  reply(pb::Empty());
-}
-
-void AgentService::resize(pb::ResizeTerminalRequest request, Reply<pb::Empty> reply) {
-  Container* container = nullptr;
-  GuestProcess* process = nullptr;
-  if (Status s = find(request.id(), request.exec_id(), &container, &process); !s.ok())
-    return reply.fail(s);
-  if (Status s = process->resize(request.width(), request.height()); !s.ok()) return reply.fail(s);
-  reply(pb::Empty());
-}
-
 void AgentService::pause(pb::ContainerRequest request, Reply<pb::Empty> reply, bool frozen) {
   Container* container = nullptr;
   if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
@@ -430,69 +383,6 @@ void AgentService::remove(pb::ContainerRequest request, Reply<pb::Empty> reply) 
   containers_.erase(it);
   if (!removed.ok()) return reply.fail(removed);
   reply(pb::Empty());
-}
-
-void AgentService::guest_stats(Reply<pb::GuestStatsResponse> reply) {
-  pb::GuestStatsResponse response;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::uint64_t value = 0;
-  std::string unit;
-  while (meminfo >> key >> value >> unit) {
-    if (key == "MemTotal:") response.set_memory_total_bytes(value * 1024);
-    if (key == "MemAvailable:") response.set_memory_available_bytes(value * 1024);
-  }
-  std::string stat;
-  if (shim::read_file("/sys/fs/cgroup/cpu.stat", &stat).ok()) {
-    std::istringstream in(stat);
-    std::uint64_t usec = 0;
-    while (in >> key >> usec) {
-      if (key == "usage_usec") response.set_cpu_usage_usec(usec);
-    }
-  }
-  reply(response);
-}
-
-void AgentService::stats(pb::ContainerRequest request, Reply<pb::ContainerStatsResponse> reply) {
-  // No id: the parent of every container's cgroup, the whole pod (the root cgroup has
-  // no memory.current).
-  shim::CgroupPaths root{.version = shim::CgroupVersion::kV2,
-                         .unified = "/sys/fs/cgroup/containers"};
-  const shim::CgroupPaths* paths = &root;
-  if (!request.id().empty()) {
-    Container* container = nullptr;
-    if (Status s = find(request.id(), &container); !s.ok()) return reply.fail(s);
-    paths = &container->cgroup->paths();
-  }
-  shim::pb::Any metrics;
-  if (Status s = shim::collect_metrics_any(shim::CgroupFs{}, paths, &metrics); !s.ok())
-    return reply.fail(s);
-  pb::ContainerStatsResponse response;
-  response.set_type_url(metrics.type_url());
-  response.set_value(metrics.value());
-  reply(response);
-}
-
-void AgentService::on_oom(const std::string& id) {
-  if (oom_waiters_.empty()) {
-    ooms_.push_back(id);
-    return;
-  }
-  pb::OomEvent event;
-  event.set_id(id);
-  oom_waiters_.front()(event);
-  oom_waiters_.erase(oom_waiters_.begin());
-}
-
-void AgentService::next_oom(Reply<pb::OomEvent> reply) {
-  if (ooms_.empty()) {
-    oom_waiters_.push_back(std::move(reply));
-    return;
-  }
-  pb::OomEvent event;
-  event.set_id(ooms_.front());
-  ooms_.pop_front();
-  reply(event);
 }
 
 void AgentService::on_exit(const shim::ProcessExit& exit) {

@@ -12,10 +12,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -118,7 +118,8 @@ shim::Status DeferredModules::load() {
   return {};
 }
 
-shim::Status load_modules(const std::string& dir, const std::vector<DeferredModules*>& deferred) {
+shim::Status load_modules(const std::string& dir, DeferredModules* deferred,
+                          const std::vector<std::string>& skipped) {
   std::ifstream order(dir + "/load-order");
   if (!order) return {};  // a kernel with everything built in
   std::string name;
@@ -127,10 +128,9 @@ shim::Status load_modules(const std::string& dir, const std::vector<DeferredModu
     std::string path = dir + "/" + name;
     shim::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return errno_status(fmt::format("open module {}", path));
-    auto group = std::find_if(deferred.begin(), deferred.end(),
-                              [&](const DeferredModules* g) { return g->defers(name); });
-    if (group != deferred.end()) {
-      (*group)->hold(name, std::move(fd));
+    if (std::find(skipped.begin(), skipped.end(), name) != skipped.end()) continue;
+    if (deferred->defers(name)) {
+      deferred->hold(name, std::move(fd));
       continue;
     }
     if (::syscall(SYS_finit_module, fd.get(), "", 0) != 0 && errno != EEXIST)
@@ -189,16 +189,22 @@ shim::Status open_channel(const std::string& name, int timeout_ms, shim::UniqueF
   }
 }
 
-std::uint32_t vsock_channel_port() {
-  std::string cmdline;
-  if (!shim::read_file("/proc/cmdline", &cmdline).ok()) return 0;
-  std::istringstream words(cmdline);
-  constexpr std::string_view kFlag = "libshim.channel=vsock:";
-  for (std::string word; words >> word;) {
-    if (!word.starts_with(kFlag)) continue;
-    return static_cast<std::uint32_t>(std::strtoul(word.c_str() + kFlag.size(), nullptr, 10));
+shim::Status vsock_channel_port(std::uint32_t* port) {
+  *port = 0;
+  const char* value = std::getenv("libshim_channel");
+  if (value == nullptr) return {};
+  std::string channel = value;
+  ::unsetenv("libshim_channel");  // not for the containers
+  constexpr std::string_view kVsock = "vsock:";
+  char* end = nullptr;
+  unsigned long parsed =
+      channel.starts_with(kVsock) ? std::strtoul(channel.c_str() + kVsock.size(), &end, 10) : 0;
+  if (end == nullptr || *end != '\0' || parsed == 0 || parsed > 0xffffffffu) {
+    return shim::Status(shim::Code::kInvalidArgument,
+                        fmt::format("libshim_channel={:?}: want vsock:<port>", channel));
   }
-  return 0;
+  *port = static_cast<std::uint32_t>(parsed);
+  return {};
 }
 
 shim::Status accept_vsock_channel(std::uint32_t port, shim::UniqueFd* fd) {
@@ -207,7 +213,10 @@ shim::Status accept_vsock_channel(std::uint32_t port, shim::UniqueFd* fd) {
   if (!shim::read_file(path, &token).ok() || token.empty()) {
     return shim::Status(shim::Code::kNotFound, fmt::format("no token from the shim at {}", path));
   }
-  ::unlink(path.c_str());  // nothing in the VM reads it after this
+  // Nothing in the VM reads it after this; the shim removes the state dir anyway.
+  if (::unlink(path.c_str()) != 0)
+    std::fprintf(stderr, "libshim-vm-agent: warning: unlink %s: %s\n", path.c_str(),
+                 std::strerror(errno));
   shim::UniqueFd listener;
   if (shim::Status s = shim::listen_vsock(port, &listener); !s.ok()) return s;
   shim::Status accepted = shim::accept_with_token(

@@ -27,23 +27,21 @@ shim::Status leave_initramfs();
 // Mounts /proc, /sys, /dev (devtmpfs), /dev/pts, /dev/shm, /sys/fs/cgroup (v2, with its
 // controllers enabled for children), /run and /tmp (tmpfs).
 shim::Status mount_kernel_filesystems();
-// Modules loaded only when needed, so that a VM without their device does not pay their
-// memory: the NIC's (virtio_net and what it needs) for a pod with a network, the agent
-// channel's (virtio-serial's or vsock's) for the one the VM has. Held open from the initramfs,
-// which is gone by then.
+// The modules of one device, loaded only where the VM has it: the NIC's (virtio_net and
+// what it needs, for a pod with a network) and the agent channel's (virtio-serial's or
+// vsock's; the other one's are never loaded).
+inline const std::vector<std::string> kNetworkModules = {"virtio_net.ko", "net_failover.ko",
+                                                         "failover.ko"};
+inline const std::vector<std::string> kSerialModules = {"virtio_console.ko"};
+inline const std::vector<std::string> kVsockModules = {
+    "vsock.ko", "vmw_vsock_virtio_transport_common.ko", "vmw_vsock_virtio_transport.ko"};
+
+// Modules loaded later (the NIC's at SetupNetwork), so that a VM without their device
+// does not pay their memory. Held open from the initramfs, which is gone by then.
 class DeferredModules {
  public:
-  // The modules ("virtio_net.ko") this group defers.
   explicit DeferredModules(std::vector<std::string> names) : names_(std::move(names)) {}
-  static DeferredModules network() {
-    return DeferredModules({"virtio_net.ko", "net_failover.ko", "failover.ko"});
-  }
-  static DeferredModules serial() { return DeferredModules({"virtio_console.ko"}); }
-  static DeferredModules vsock() {
-    return DeferredModules(
-        {"vsock.ko", "vmw_vsock_virtio_transport_common.ko", "vmw_vsock_virtio_transport.ko"});
-  }
-  // Whether `name` waits for load().
+  // Whether `name` ("virtio_net.ko") waits for load().
   bool defers(const std::string& name) const;
   void hold(std::string name, shim::UniqueFd fd);
   // Loads what is held, in load order; once (later calls: nothing).
@@ -54,9 +52,10 @@ class DeferredModules {
   std::vector<std::pair<std::string, shim::UniqueFd>> held_;
 };
 
-// Loads the modules named in `dir`/load-order, in that order, from `dir`; those one of
-// `deferred` defers go to it.
-shim::Status load_modules(const std::string& dir, const std::vector<DeferredModules*>& deferred);
+// Loads the modules named in `dir`/load-order, in that order, from `dir`: those
+// `deferred` defers go to it, those in `skipped` are left alone.
+shim::Status load_modules(const std::string& dir, DeferredModules* deferred,
+                          const std::vector<std::string>& skipped);
 // Lets the balloon's free page reporting hand free blocks of 32 KiB and more back to the
 // host (the kernel's default, 2 MiB blocks, leaves most of what boot touched and freed on
 // the host). Needs /sys; a kernel without page reporting is left as it is (a warning on
@@ -74,8 +73,10 @@ shim::Status mount_shared(const std::string& tag, const std::string& target);
 // the device to appear.
 shim::Status open_channel(const std::string& name, int timeout_ms, shim::UniqueFd* fd);
 // The vsock port of the agent channel the kernel command line asks for
-// (libshim.channel=vsock:<port>), or 0 for the virtio-serial channel.
-std::uint32_t vsock_channel_port();
+// (libshim_channel=vsock:<port>, which the kernel hands PID 1 as an environment
+// variable; removed from it here), or 0 for the virtio-serial channel (no such
+// variable). InvalidArgument for another value.
+shim::Status vsock_channel_port(std::uint32_t* port);
 // The vsock channel (shim-vm/src/agent_channel.h): reads and removes the token the shim
 // left in the shared directory, listens on vsock `port` and returns the first connection
 // whose first line is the token (others are closed; none is accepted after it).

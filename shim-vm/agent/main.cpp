@@ -50,11 +50,12 @@ void announce(int fd) {
 
 int main() {
   using namespace shim_vm_agent;
-  DeferredModules network_modules = DeferredModules::network();
-  DeferredModules serial_modules = DeferredModules::serial();
-  DeferredModules vsock_modules = DeferredModules::vsock();
-  if (shim::Status s =
-          load_modules("/lib/modules", {&network_modules, &serial_modules, &vsock_modules});
+  std::uint32_t vsock_port = 0;
+  if (shim::Status s = vsock_channel_port(&vsock_port); !s.ok()) fail(s);
+  DeferredModules network_modules(kNetworkModules);
+  // Only the channel's own modules, in load order (the other one's are never loaded).
+  if (shim::Status s = load_modules("/lib/modules", &network_modules,
+                                    vsock_port != 0 ? kSerialModules : kVsockModules);
       !s.ok())
     fail(s);
   if (shim::Status s = leave_initramfs(); !s.ok()) fail(s);
@@ -62,13 +63,10 @@ int main() {
   tune_page_reporting();
   if (shim::Status s = mount_shared("shared", kSharedDir); !s.ok()) fail(s);
   shim::UniqueFd channel;
-  if (std::uint32_t port = vsock_channel_port(); port != 0) {
-    if (shim::Status s = vsock_modules.load(); !s.ok()) fail(s);
-    if (shim::Status s = accept_vsock_channel(port, &channel); !s.ok()) fail(s);
-  } else {
-    if (shim::Status s = serial_modules.load(); !s.ok()) fail(s);
-    if (shim::Status s = open_channel(kChannelName, 5000, &channel); !s.ok()) fail(s);
-  }
+  if (shim::Status s = vsock_port != 0 ? accept_vsock_channel(vsock_port, &channel)
+                                       : open_channel(kChannelName, 5000, &channel);
+      !s.ok())
+    fail(s);
 
   boost::asio::io_context loop;
   std::unique_ptr<shim::Reaper> reaper;

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds the initramfs of shim-vm's micro-VM guest:
 #
-#   mkinitramfs.sh <init-binary> <kernel-dir> <out>
+#   mkinitramfs.sh <init-binary> <kernel-dir> <out> [<modules left out>]
 #
 #   /init                     <init-binary> (a static executable: the initramfs has no libc)
 #   /lib/modules/*.ko         <kernel-dir>/modules/*.ko (cmake/fetch-kernel.sh's vm-kernel)
 #   /lib/modules/load-order   <kernel-dir>/modules/load-order, the order /init loads them in
+#                             (less the modules left out: "vsock.ko virtio_console.ko", the
+#                             other agent channel's, which would cost the guest memory even
+#                             unloaded)
 #   /dev/console              char 5:1, so that the kernel opens a console for /init
 #   /proc /sys /dev /run /tmp /mnt   empty directories (/tmp 1777)
 #
@@ -18,11 +21,11 @@
 # every CONFIG_RD_* decompressor. Written to <out>.tmp, then renamed.
 set -euo pipefail
 
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 <init-binary> <kernel-dir> <out.cpio.gz>" >&2
+if [[ $# -ne 3 && $# -ne 4 ]]; then
+  echo "usage: $0 <init-binary> <kernel-dir> <out.cpio.gz> [<modules left out>]" >&2
   exit 2
 fi
-init="$1" kdir="$2" out="$3"
+init="$1" kdir="$2" out="$3" left_out="${4:-}"
 [[ -f $init && -x $init ]] || { echo "mkinitramfs: $init is not an executable file" >&2; exit 1; }
 # No kernel fetched (no network): no initramfs either, and the VM tests skip; the build
 # goes on.
@@ -32,10 +35,11 @@ if [[ ! -s $kdir/modules/load-order ]]; then
   exit 0
 fi
 
-python3 - "$init" "$kdir/modules" "$out.tmp" <<'EOF'
+python3 - "$init" "$kdir/modules" "$out.tmp" "$left_out" <<'EOF'
 import gzip, os, subprocess, sys
 
 init, moddir, out = sys.argv[1:4]
+left_out = set(sys.argv[4].split())
 
 S_IFDIR, S_IFREG, S_IFCHR = 0o040000, 0o100000, 0o020000
 entries = []  # (name, mode, data, rdev major, rdev minor)
@@ -46,9 +50,10 @@ entries.append(("dev/console", S_IFCHR | 0o600, b"", 5, 1))
 with open(init, "rb") as f:
     entries.append(("init", S_IFREG | 0o755, f.read(), 0, 0))
 with open(os.path.join(moddir, "load-order"), "rb") as f:
-    order = f.read()
-entries.append(("lib/modules/load-order", S_IFREG | 0o644, order, 0, 0))
-for ko in order.decode().split():
+    modules = [ko for ko in f.read().decode().split() if ko not in left_out]
+entries.append(("lib/modules/load-order", S_IFREG | 0o644,
+                "".join(ko + "\n" for ko in modules).encode(), 0, 0))
+for ko in modules:
     if "/" in ko or not ko.endswith(".ko"):
         sys.exit("mkinitramfs: bad entry in load-order: %r" % ko)
     with open(os.path.join(moddir, ko), "rb") as f:

@@ -1,5 +1,6 @@
 #include "agent_channel.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -39,6 +40,17 @@ Status listen_on(const std::string& path, shim::UniqueFd* out) {
     return sys_error("bind " + path);
   if (::listen(fd.get(), 1) != 0) return sys_error("listen " + path);
   *out = std::move(fd);
+  return {};
+}
+
+// The token file, never through a link: the shared directory is the guest's to write.
+Status write_token(const std::string& path, const std::string& token) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return sys_error("unlink " + path);
+  shim::UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return sys_error("create " + path);
+  if (::write(fd.get(), token.data(), token.size()) != static_cast<ssize_t>(token.size()))
+    return sys_error("write " + path);
   return {};
 }
 
@@ -100,6 +112,7 @@ Status AgentChannel::prepare(const VmSettings& settings, const std::string& stat
   channel->kind_ = settings.channel;
   channel->state_dir_ = state_dir;
   channel->vsock_device_ = settings.vsock_device;
+  channel->reason_ = settings.channel_reason;
   switch (settings.channel) {
     case ChannelKind::kSerial:
       if (Status s = listen_on(state_dir + "/agent.sock", &channel->listener_); !s.ok()) return s;
@@ -108,21 +121,26 @@ Status AgentChannel::prepare(const VmSettings& settings, const std::string& stat
       // From a random CID: shims booting at once seldom try the same ones.
       std::uint32_t first = 0;
       if (::getrandom(&first, sizeof first, 0) != sizeof first) first = ::getpid();
-      if (Status s = shim::reserve_vsock_cid(3 + first % 0x7fffffffu, &channel->vhost_,
-                                             &channel->target_.cid);
-          !s.ok())
+      Status s =
+          shim::reserve_vsock_cid(3 + first % 0x7fffffffu, &channel->vhost_, &channel->target_.cid);
+      if (s.ok()) break;
+      if (!settings.channel_reason.starts_with("auto"))
         return Status(s.code(), "the agent channel: " + s.message());
+      // Chosen, not asked for: serial still works.
+      channel->kind_ = ChannelKind::kSerial;
+      channel->reason_ =
+          fmt::format("{}; vsock unusable: {}", settings.channel_reason, s.message());
+      if (Status l = listen_on(state_dir + "/agent.sock", &channel->listener_); !l.ok()) return l;
       break;
     }
     case ChannelKind::kHybridVsock:
       channel->target_.uds_path = state_dir + "/vsock.sock";
       break;
   }
-  if (settings.channel != ChannelKind::kSerial) {
+  if (channel->kind_ != ChannelKind::kSerial) {
     channel->target_.port = kAgentVsockPort;
     if (Status s = random_token(&channel->token_); !s.ok()) return s;
-    if (Status s = shim::write_file(shared_dir + "/.agent-token", channel->token_, 0600); !s.ok())
-      return s;
+    if (Status s = write_token(shared_dir + "/.agent-token", channel->token_); !s.ok()) return s;
   }
   *out = std::move(channel);
   return {};
@@ -158,12 +176,23 @@ std::string AgentChannel::describe() const {
 }
 
 Status AgentChannel::connect(pid_t qemu, Clock::time_point deadline, const shim::ExitFuture& exit,
-                             shim::UniqueFd* out) {
+                             const shim::ExitFuture* daemon, shim::UniqueFd* out) {
   shim::UniqueFd fd;
-  Status s = kind_ == ChannelKind::kSerial ? accept_qemu(qemu, deadline, exit, &fd)
-                                           : dial_agent(deadline, exit, &fd);
-  if (s.ok()) s = read_hello(fd.get(), deadline, exit);
-  if (!s.ok()) return s;
+  if (kind_ == ChannelKind::kSerial) {
+    Status s = accept_qemu(qemu, deadline, exit, &fd);
+    if (s.ok()) s = read_hello(fd.get(), deadline, exit);
+    if (!s.ok()) return s;
+    *out = std::move(fd);
+    return {};
+  }
+  // A connection the agent closed before its announcement (one of many strangers', it
+  // dropped ours): dial again.
+  for (;;) {
+    if (Status s = dial_agent(deadline, exit, daemon, &fd); !s.ok()) return s;
+    Status s = read_hello(fd.get(), deadline, exit);
+    if (s.ok()) break;
+    if (s.code() != Code::kUnavailable || exit.ready()) return s;
+  }
   *out = std::move(fd);
   return {};
 }
@@ -190,11 +219,16 @@ Status AgentChannel::accept_qemu(pid_t qemu, Clock::time_point deadline,
 
 // The guest listens once its agent is up: until then each dial fails (Unavailable).
 Status AgentChannel::dial_agent(Clock::time_point deadline, const shim::ExitFuture& exit,
-                                shim::UniqueFd* out) {
+                                const shim::ExitFuture* daemon, shim::UniqueFd* out) {
   std::string what = fmt::format("dial the agent ({})", target_.describe());
   Status last(Code::kDeadlineExceeded, "no attempt");
   while (Clock::now() < deadline) {
     if (exit.ready()) return qemu_ended(exit, what);
+    if (daemon != nullptr && daemon->ready()) {
+      auto e = daemon->wait();
+      return Status(Code::kUnavailable, fmt::format("{}: the vsock daemon exited with status {}",
+                                                    what, e ? e->status : -1));
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     shim::UniqueFd fd;
     last = shim::dial_vsock(target_, std::min(left, std::chrono::milliseconds(1000)), &fd);

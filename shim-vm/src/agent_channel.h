@@ -37,7 +37,9 @@ inline constexpr std::string_view kAgentHello = "LIBSHIM-AGENT 1\n";
 class AgentChannel {
  public:
   // What the channel needs before qemu starts: the serial socket's listener; or a CID
-  // claimed on /dev/vhost-vsock; and for the vsock kinds the token in `shared_dir`.
+  // claimed on /dev/vhost-vsock (when that fails and `settings` chose vsock by itself,
+  // "auto", the channel is serial instead); and for the vsock kinds the token in
+  // `shared_dir` (never written through a link there).
   static shim::Status prepare(const VmSettings& settings, const std::string& state_dir,
                               const std::string& shared_dir, std::unique_ptr<AgentChannel>* out);
 
@@ -53,21 +55,28 @@ class AgentChannel {
   // "serial", "vsock 1234:1024", "hybrid vsock <dir>/vsock.sock:1024": for the log.
   std::string describe() const;
 
+  // Why this channel ("LIBSHIM_VM_CHANNEL", "auto: ...", and why not vsock if it fell
+  // back to serial).
+  const std::string& reason() const { return reason_; }
+
   // After qemu started: the agent's connection once it announced itself, or why not
-  // (qemu ended, the deadline passed, another announcement).
+  // (qemu or the channel's `daemon` ended, the deadline passed, another announcement).
   shim::Status connect(pid_t qemu, std::chrono::steady_clock::time_point deadline,
-                       const shim::ExitFuture& exit, shim::UniqueFd* out);
+                       const shim::ExitFuture& exit, const shim::ExitFuture* daemon,
+                       shim::UniqueFd* out);
 
  private:
   AgentChannel() = default;
   shim::Status accept_qemu(pid_t qemu, std::chrono::steady_clock::time_point deadline,
                            const shim::ExitFuture& exit, shim::UniqueFd* out);
   shim::Status dial_agent(std::chrono::steady_clock::time_point deadline,
-                          const shim::ExitFuture& exit, shim::UniqueFd* out);
+                          const shim::ExitFuture& exit, const shim::ExitFuture* daemon,
+                          shim::UniqueFd* out);
 
   ChannelKind kind_ = ChannelKind::kSerial;
   std::string state_dir_;
   std::string vsock_device_;
+  std::string reason_;
   shim::UniqueFd listener_;   // serial: <state dir>/agent.sock
   shim::UniqueFd vhost_;      // vsock: /dev/vhost-vsock with the VM's CID
   shim::VsockTarget target_;  // the vsock kinds: where the agent listens

@@ -192,6 +192,8 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   if (Status s = AgentChannel::prepare(settings, state_dir, vm->shared_dir_, &channel); !s.ok())
     return s;
   if (Status s = record_shim(state_dir); !s.ok()) return s;
+  context.logger.info("agent channel",
+                      {{"channel", channel->describe()}, {"reason", channel->reason()}});
   vm->join_cgroup(where.host_cgroup);
   VmNetwork network;
   if (!where.netns_path.empty()) {
@@ -212,8 +214,6 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   if (Status s = vm->start_daemons(network, *channel, deadline, &qemu); !s.ok()) return s;
   network.taps.clear();  // qemu has them: the taps go with it
   if (Status s = vm->connect_agent(*channel, qemu, deadline); !s.ok()) return s;
-  context.logger.info("agent channel",
-                      {{"channel", channel->describe()}, {"reason", settings.channel_reason}});
   // Also without interfaces: the guest's lo goes up.
   agent::Empty answer;
   if (Status s = vm->agent_->sync("SetupNetwork", setup_network_request(network.network), &answer);
@@ -231,6 +231,8 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
 
 Status PodVm::spawn_daemon(const char* name, std::vector<std::string> argv, int log_fd,
                            const std::string& socket, Clock::time_point deadline) {
+  // A socket left from before would pass for the new daemon's.
+  if (::unlink(socket.c_str()) != 0 && errno != ENOENT) return sys_error("unlink " + socket);
   shim::ClaimedProcess daemon;
   if (Status s = spawn_from_loop(*context_, daemon_request(std::move(argv), log_fd, cgroup_.get()),
                                  &daemon);
@@ -294,12 +296,16 @@ Status PodVm::start_daemons(const VmNetwork& network, const AgentChannel& channe
 Status PodVm::connect_agent(AgentChannel& agent_channel, const shim::ClaimedProcess& qemu,
                             Clock::time_point deadline) {
   shim::UniqueFd channel;
-  Status status = agent_channel.connect(qemu.pid, deadline, qemu.exit, &channel);
+  const shim::ExitFuture* daemon =
+      agent_channel.daemon_argv().empty() ? nullptr : &daemons_.back().exit;
+  Status status = agent_channel.connect(qemu.pid, deadline, qemu.exit, daemon, &channel);
   if (!status.ok()) {
     std::string console = tail_of(state_dir_ + "/console.log", 5);
     std::string qemu_log = tail_of(state_dir_ + "/vm.log", 3);
-    return Status(status.code(), fmt::format("boot the pod's VM ({}): {}; console: {}; qemu: {}",
-                                             settings_.accel, status.message(), console, qemu_log));
+    return Status(status.code(),
+                  fmt::format("boot the pod's VM ({}, agent channel {}): {}; console: {}; qemu: {}",
+                              settings_.accel, agent_channel.describe(), status.message(), console,
+                              qemu_log));
   }
   auto client = shim::ttrpc::TtrpcClient::create(context_->executor);
   std::promise<Status> adopted;

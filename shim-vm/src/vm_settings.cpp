@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -87,6 +88,8 @@ shim::Status choose_channel(VmSettings* s) {
       fmt::format("LIBSHIM_VM_CHANNEL={}: want serial, vsock, hybrid-vsock or auto", channel));
 }
 
+constexpr const char* kVsockInitrd = "initramfs-vsock.cpio.gz";
+
 }  // namespace
 
 std::string_view channel_name(ChannelKind kind) {
@@ -104,7 +107,7 @@ std::string_view channel_name(ChannelKind kind) {
 shim::Status vm_settings(const std::string& kernel, const std::string& initrd, VmSettings* out) {
   VmSettings s;
   s.kernel = env_or("LIBSHIM_VM_KERNEL", kernel);
-  s.initrd = env_or("LIBSHIM_VM_INITRD", initrd);
+  s.initrd = env_or("LIBSHIM_VM_INITRD", "");
   s.qemu = env_or("LIBSHIM_VM_QEMU", s.qemu);
   s.virtiofsd = env_or("LIBSHIM_VM_VIRTIOFSD", s.virtiofsd);
   s.memory_mib = unsigned_env("LIBSHIM_VM_MEMORY_MIB", s.memory_mib);
@@ -122,6 +125,12 @@ shim::Status vm_settings(const std::string& kernel, const std::string& initrd, V
                         fmt::format("LIBSHIM_VM_ACCEL={}: want kvm, tcg or auto", accel));
   }
   if (shim::Status status = choose_channel(&s); !status.ok()) return status;
+  // The build's initramfs for the channel: each leaves the other channel's modules out.
+  if (s.initrd.empty()) {
+    s.initrd = s.channel == ChannelKind::kSerial
+                   ? initrd
+                   : (std::filesystem::path(initrd).parent_path() / kVsockInitrd).string();
+  }
   for (const auto& [what, path] :
        {std::pair{"kernel", s.kernel}, std::pair{"initramfs", s.initrd}}) {
     if (path.empty() || ::access(path.c_str(), R_OK) != 0) {
@@ -140,9 +149,10 @@ std::string kernel_command_line(const VmSettings& settings) {
   std::string line =
       "console=ttyS0 panic=-1 quiet rdinit=/init initcall_blacklist=tracer_init_tracefs";
   if (settings.accel == "tcg") line += fmt::format(" tsc_early_khz={}", tsc_khz());
-  // The agent's channel (a dotted name: the kernel keeps it from init's arguments).
+  // The agent's channel: the kernel hands a name=value it does not know (and without a
+  // dot, which would make it a module's) to PID 1 as an environment variable.
   if (settings.channel != ChannelKind::kSerial)
-    line += fmt::format(" libshim.channel=vsock:{}", kAgentVsockPort);
+    line += fmt::format(" libshim_channel=vsock:{}", kAgentVsockPort);
   return line;
 }
 

@@ -51,7 +51,9 @@ struct VmSettings {
   std::chrono::milliseconds boot_timeout{60000};
 };
 
-// The settings for this host: `kernel` and `initrd` are the defaults the build knows.
+// The settings for this host: `kernel` and `initrd` are the defaults the build knows
+// (for a vsock channel the initrd is initramfs-vsock.cpio.gz beside `initrd`, the build's
+// other one, unless LIBSHIM_VM_INITRD names one for every channel).
 shim::Status vm_settings(const std::string& kernel, const std::string& initrd, VmSettings* out);
 
 // The kernel command line for `settings`.

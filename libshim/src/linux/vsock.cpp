@@ -97,14 +97,22 @@ Status dial_hybrid(const VsockTarget& target, std::chrono::milliseconds timeout,
                   fmt::format("{}: the socket path is too long", target.describe()));
   }
   std::memcpy(address.sun_path, target.uds_path.c_str(), target.uds_path.size() + 1);
+  // connect() on a unix socket whose backlog is full waits this long at most.
+  timeval limit{};
+  limit.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  limit.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit) != 0)
+    return dial_error(target, "SO_SNDTIMEO", errno);
   while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (errno == EAGAIN) return dial_error(target, "connect (backlog full)", ETIMEDOUT);
     if (errno != EINTR) return dial_error(target, "connect", errno);
   }
   std::string request = fmt::format("CONNECT {}\n", target.port);
   // A few bytes into a fresh unix socket's empty buffer: one write.
-  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size()))
-    return dial_error(target, "send CONNECT", errno);
+  ssize_t sent = ::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL);
+  if (sent < 0) return dial_error(target, "send CONNECT", errno);
+  if (sent != static_cast<ssize_t>(request.size()))
+    return dial_error(target, "send CONNECT (short write)", EIO);
   std::string line;
   if (Status s = read_answer(fd.get(), target, timeout, &line); !s.ok()) return s;
   std::string_view answer(line);
@@ -179,7 +187,8 @@ Status listen_vsock(std::uint32_t port, UniqueFd* out) {
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
     return Status(Code::kUnavailable,
                   fmt::format("bind vsock port {}: {}", port, std::strerror(errno)));
-  if (::listen(fd.get(), 4) != 0)
+  // Room for the host's connection among strangers' (accept_with_token drains them).
+  if (::listen(fd.get(), 128) != 0)
     return Status(Code::kInternal,
                   fmt::format("listen on vsock port {}: {}", port, std::strerror(errno)));
   *out = std::move(fd);
@@ -188,6 +197,9 @@ Status listen_vsock(std::uint32_t port, UniqueFd* out) {
 
 namespace {
 
+constexpr std::size_t kMaxWaiting = 16;
+constexpr std::size_t kMaxToken = 200;
+
 // A connection accept_with_token() reads the first line of.
 struct Candidate {
   UniqueFd fd;
@@ -195,9 +207,10 @@ struct Candidate {
   std::chrono::steady_clock::time_point deadline;
 };
 
-// Reads what `c` sent; true once it sent its line (or failed: then `why` says so).
-bool read_candidate(Candidate& c, std::string* why) {
-  char buffer[80];
+// Reads what `c` sent; true once it sent its line of at most `max` bytes with the
+// newline (or failed: then `why` says so).
+bool read_candidate(Candidate& c, std::size_t max, std::string* why) {
+  char buffer[256];
   ssize_t n = ::recv(c.fd.get(), buffer, sizeof buffer, MSG_DONTWAIT | MSG_PEEK);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
   if (n <= 0) {
@@ -209,13 +222,15 @@ bool read_candidate(Candidate& c, std::string* why) {
   std::size_t newline = peeked.find('\n');
   std::size_t take = newline == std::string_view::npos ? peeked.size() : newline + 1;
   if (::recv(c.fd.get(), buffer, take, MSG_DONTWAIT) != static_cast<ssize_t>(take)) {
-    *why = "read failed";
+    *why = fmt::format("read: {}", std::strerror(errno));
     return true;
   }
   c.line.append(buffer, take);
-  if (newline == std::string_view::npos && c.line.size() <= 64) return false;
-  if (newline == std::string_view::npos) *why = "its first line is too long";
-  return true;
+  if (c.line.size() > max) {
+    *why = "its first line is too long";
+    return true;
+  }
+  return newline != std::string_view::npos;
 }
 
 // Compares all of both, so the time taken says nothing of where they differ.
@@ -231,11 +246,33 @@ bool same_secret(std::string_view a, std::string_view b) {
 Status accept_with_token(int listener, const std::string& token,
                          std::chrono::milliseconds line_timeout, UniqueFd* out,
                          const std::function<void(const std::string&)>& on_refused) {
-  constexpr std::size_t kMaxWaiting = 16;
+  if (token.empty() || token.size() > kMaxToken || token.find('\n') != std::string::npos)
+    return Status(Code::kInvalidArgument, "the token must be 1-200 bytes without a newline");
+  // Accepted until the backlog is empty, so strangers cannot fill it.
+  int flags = ::fcntl(listener, F_GETFL);
+  if (flags < 0 || ::fcntl(listener, F_SETFL, flags | O_NONBLOCK) != 0)
+    return Status(Code::kInternal, fmt::format("listener O_NONBLOCK: {}", std::strerror(errno)));
+  const std::string want = token + "\n";
   std::vector<Candidate> waiting;
-  auto refuse = [&](std::size_t i, const std::string& why) {
-    if (on_refused) on_refused(why);
-    waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+  // Reads candidate `i`; true when it is the host's (moved to *out). Closes a stranger
+  // that is done (a wrong line, an error) or out of time.
+  auto settle = [&](std::size_t i, bool readable, std::chrono::steady_clock::time_point now) {
+    Candidate& c = waiting[i];
+    std::string why;
+    if (readable && read_candidate(c, want.size(), &why)) {
+      if (why.empty() && same_secret(c.line, want)) {
+        *out = std::move(c.fd);
+        return true;
+      }
+      if (why.empty()) why = "its first line is not the token";
+    } else if (now >= c.deadline) {
+      why = fmt::format("no first line within {} ms", line_timeout.count());
+    }
+    if (!why.empty()) {
+      if (on_refused) on_refused(why);
+      waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return false;
   };
   for (;;) {
     std::vector<pollfd> fds{{listener, POLLIN, 0}};
@@ -250,28 +287,30 @@ Status accept_with_token(int listener, const std::string& token,
     if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR)
       return Status(Code::kInternal, fmt::format("poll for the host: {}", std::strerror(errno)));
     now = std::chrono::steady_clock::now();
-    // Newest last: walk back so that erasing keeps the indexes of those still to visit.
+    // Walked back, so that erasing keeps the indexes of those still to visit.
     for (std::size_t i = waiting.size(); i-- > 0;) {
-      Candidate& c = waiting[i];
-      std::string why;
-      if (fds[i + 1].revents != 0 && read_candidate(c, &why)) {
-        if (why.empty() && same_secret(c.line, token + "\n")) {
-          *out = std::move(c.fd);
-          return {};
-        }
-        refuse(i, why.empty() ? "its first line is not the token" : why);
-      } else if (now >= c.deadline) {
-        refuse(i, fmt::format("no first line within {} ms", line_timeout.count()));
-      }
+      if (settle(i, fds[i + 1].revents != 0, now)) return {};
     }
     if ((fds[0].revents & POLLIN) == 0) continue;
-    UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
-      return Status(Code::kInternal, fmt::format("accept: {}", std::strerror(errno)));
+    for (;;) {
+      UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+      if (!fd.valid()) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return Status(Code::kInternal, fmt::format("accept: {}", std::strerror(errno)));
+      }
+      if (waiting.size() == kMaxWaiting) {
+        // The oldest that sent nothing goes first: the host writes its line at once.
+        auto silent = std::find_if(waiting.begin(), waiting.end(),
+                                   [](const Candidate& c) { return c.line.empty(); });
+        std::size_t victim =
+            silent == waiting.end() ? 0 : static_cast<std::size_t>(silent - waiting.begin());
+        if (on_refused) on_refused("too many connections waiting");
+        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(victim));
+      }
+      waiting.push_back({std::move(fd), {}, now + line_timeout});
+      if (settle(waiting.size() - 1, true, now)) return {};
     }
-    if (waiting.size() == kMaxWaiting) refuse(0, "too many connections waiting");
-    waiting.push_back({std::move(fd), {}, now + line_timeout});
   }
 }
 

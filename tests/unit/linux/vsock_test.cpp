@@ -23,13 +23,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-shim::UniqueFd listen_unix(const std::string& path) {
+shim::UniqueFd listen_unix(const std::string& path, int backlog = 8) {
   shim::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  REQUIRE(::listen(fd.get(), 8) == 0);
+  REQUIRE(::listen(fd.get(), backlog) == 0);
   return fd;
 }
 
@@ -188,4 +188,31 @@ TEST_CASE("reserve_vsock_cid without /dev/vhost-vsock says so", "[vsock]") {
   std::string why;
   CHECK_FALSE(shim::vhost_vsock_usable(&why));
   CHECK(why.find("open /dev/vhost-vsock: ") == 0);
+}
+
+TEST_CASE("accept_with_token: a crowd of silent strangers does not keep the host out", "[vsock]") {
+  shim::test::TempDir dir;
+  std::string path = dir.sub("agent.sock");
+  shim::UniqueFd listener = listen_unix(path, 64);
+  std::vector<shim::UniqueFd> crowd;
+  for (int i = 0; i < 20; ++i) crowd.push_back(connect_unix(path));
+  shim::UniqueFd right = connect_unix(path);
+  send_text(right.get(), "t0ken\n");
+  int dropped = 0;
+  shim::UniqueFd accepted;
+  auto started = std::chrono::steady_clock::now();
+  shim::Status s =
+      shim::accept_with_token(listener.get(), "t0ken", 10s, &accepted, [&](const std::string& why) {
+        CHECK(why == "too many connections waiting");
+        ++dropped;
+      });
+  REQUIRE(s.ok());
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  CHECK(dropped == 5);  // 20 silent ones, 16 places, and the host's took one
+
+  shim::UniqueFd unused;
+  CHECK(shim::accept_with_token(listener.get(), "", 1s, &unused).code() ==
+        shim::Code::kInvalidArgument);
+  CHECK(shim::accept_with_token(listener.get(), "a\nb", 1s, &unused).code() ==
+        shim::Code::kInvalidArgument);
 }

@@ -54,11 +54,14 @@ bool vhost_vsock_usable(std::string* why_not);
 
 // Any host process may dial a guest's kernel vsock port, so the host's side proves
 // itself with a secret it gave the guest another way (a file in a shared directory): its
-// first line. Accepts connections on `listener` (any stream socket) until one's first
-// line is `token` + "\n", and returns that one. Others are closed: a wrong line, none
-// within `line_timeout`, or more than 16 waiting at once (the oldest goes). They are
-// read side by side, so a silent stranger delays nobody. `on_refused` (optional) hears
-// why each was closed.
+// first line. Accepts connections on `listener` (any listening stream socket; made
+// non-blocking) until one's first line is `token` + "\n", and returns that one
+// (blocking, close-on-exec). Others are closed: a wrong or too long line, none within
+// `line_timeout`, or one of more than 16 waiting at once (the oldest silent one goes).
+// The backlog is drained at once and the waiting ones are read side by side, so
+// strangers delay the host's connection little. `on_refused` (optional) hears why each
+// was closed. InvalidArgument for a token that is empty, longer than 200 bytes or holds
+// a newline.
 [[nodiscard]] Status accept_with_token(
     int listener, const std::string& token, std::chrono::milliseconds line_timeout, UniqueFd* out,
     const std::function<void(const std::string&)>& on_refused = {});
