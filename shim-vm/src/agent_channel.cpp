@@ -185,16 +185,22 @@ Status AgentChannel::connect(pid_t qemu, Clock::time_point deadline, const shim:
     *out = std::move(fd);
     return {};
   }
-  // A connection the agent closed before its announcement (one of many strangers', it
-  // dropped ours): dial again.
-  for (;;) {
+  // A connection the agent closed before its announcement (among many strangers', it
+  // dropped ours): dial again, a few times (an agent that refuses our token refuses it
+  // every time).
+  constexpr int kDials = 5;
+  Status last;
+  for (int i = 0; i < kDials; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (Status s = dial_agent(deadline, exit, daemon, &fd); !s.ok()) return s;
-    Status s = read_hello(fd.get(), deadline, exit);
-    if (s.ok()) break;
-    if (s.code() != Code::kUnavailable || exit.ready()) return s;
+    last = read_hello(fd.get(), deadline, exit);
+    if (last.ok()) {
+      *out = std::move(fd);
+      return {};
+    }
+    if (last.code() != Code::kUnavailable || exit.ready()) return last;
   }
-  *out = std::move(fd);
-  return {};
+  return Status(last.code(), fmt::format("{} (dialled {} times)", last.message(), kDials));
 }
 
 Status AgentChannel::accept_qemu(pid_t qemu, Clock::time_point deadline,
@@ -221,8 +227,8 @@ Status AgentChannel::accept_qemu(pid_t qemu, Clock::time_point deadline,
 Status AgentChannel::dial_agent(Clock::time_point deadline, const shim::ExitFuture& exit,
                                 const shim::ExitFuture* daemon, shim::UniqueFd* out) {
   std::string what = fmt::format("dial the agent ({})", target_.describe());
-  Status last(Code::kDeadlineExceeded, "no attempt");
-  while (Clock::now() < deadline) {
+  Status last(Code::kDeadlineExceeded, "the boot's deadline passed before a dial");
+  for (;;) {
     if (exit.ready()) return qemu_ended(exit, what);
     if (daemon != nullptr && daemon->ready()) {
       auto e = daemon->wait();
@@ -230,15 +236,21 @@ Status AgentChannel::dial_agent(Clock::time_point deadline, const shim::ExitFutu
                                                     what, e ? e->status : -1));
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() < 1) break;  // a zero timeout would be none
     shim::UniqueFd fd;
     last = shim::dial_vsock(target_, std::min(left, std::chrono::milliseconds(1000)), &fd);
     if (last.ok()) {
       std::string line = token_ + "\n";
-      if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
-          static_cast<ssize_t>(line.size()))
-        return sys_error(what + ": send the token");
-      *out = std::move(fd);
-      return {};
+      ssize_t sent = ::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL);
+      if (sent == static_cast<ssize_t>(line.size())) {
+        *out = std::move(fd);
+        return {};
+      }
+      // The agent dropped us already (among strangers): as a failed dial.
+      last = Status(
+          sent < 0 && (errno == EPIPE || errno == ECONNRESET) ? Code::kUnavailable
+                                                              : Code::kInternal,
+          fmt::format("send the token: {}", sent < 0 ? std::strerror(errno) : "short write"));
     }
     if (last.code() != Code::kUnavailable && last.code() != Code::kDeadlineExceeded) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -55,6 +55,8 @@ class AgentChannel {
   // "serial", "vsock 1234:1024", "hybrid vsock <dir>/vsock.sock:1024": for the log.
   std::string describe() const;
 
+  // The channel's kind: settings.channel, or kSerial when vsock fell back.
+  ChannelKind kind() const { return kind_; }
   // Why this channel ("LIBSHIM_VM_CHANNEL", "auto: ...", and why not vsock if it fell
   // back to serial).
   const std::string& reason() const { return reason_; }

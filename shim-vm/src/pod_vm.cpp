@@ -192,6 +192,10 @@ Status PodVm::boot(shim::ServiceContext& context, const VmSettings& settings,
   if (Status s = AgentChannel::prepare(settings, state_dir, vm->shared_dir_, &channel); !s.ok())
     return s;
   if (Status s = record_shim(state_dir); !s.ok()) return s;
+  if (channel->kind() != settings.channel) {  // vsock fell back: the guest boots for serial
+    vm->settings_.channel = channel->kind();
+    vm->settings_.initrd = settings.serial_initrd;
+  }
   context.logger.info("agent channel",
                       {{"channel", channel->describe()}, {"reason", channel->reason()}});
   vm->join_cgroup(where.host_cgroup);

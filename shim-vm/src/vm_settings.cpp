@@ -73,6 +73,10 @@ shim::Status choose_channel(VmSettings* s) {
   if (channel == "auto") {
     std::string why_not;
     bool vsock = shim::vhost_vsock_usable(&why_not);
+    if (vsock && !s->initrd.empty()) {
+      vsock = false;
+      why_not = "LIBSHIM_VM_INITRD is set (it may lack vsock's modules)";
+    }
     s->channel = vsock ? ChannelKind::kVsock : ChannelKind::kSerial;
     s->channel_reason = vsock ? "auto: /dev/vhost-vsock" : "auto: " + why_not;
     return {};
@@ -126,6 +130,7 @@ shim::Status vm_settings(const std::string& kernel, const std::string& initrd, V
   }
   if (shim::Status status = choose_channel(&s); !status.ok()) return status;
   // The build's initramfs for the channel: each leaves the other channel's modules out.
+  s.serial_initrd = s.initrd.empty() ? initrd : s.initrd;
   if (s.initrd.empty()) {
     s.initrd = s.channel == ChannelKind::kSerial
                    ? initrd
@@ -143,11 +148,14 @@ shim::Status vm_settings(const std::string& kernel, const std::string& initrd, V
 }
 
 std::string kernel_command_line(const VmSettings& settings) {
-  // panic=-1 and qemu's -no-reboot: a guest that panics ends the VM at once.
+  // panic=-1 and qemu's -no-reboot: a guest that panics ends the VM at once. reboot=t:
+  // by a triple fault, which qemu ends on; the default (ACPI, then the keyboard
+  // controller microvm lacks, polled for seconds under TCG) can outlast the heartbeat.
   // initcall_blacklist=tracer_init_tracefs: no tracefs, whose file per trace event
   // (Linux 6.1 makes them all at boot) costs the guest 12 MiB of inodes and dentries.
   std::string line =
-      "console=ttyS0 panic=-1 quiet rdinit=/init initcall_blacklist=tracer_init_tracefs";
+      "console=ttyS0 panic=-1 reboot=t quiet rdinit=/init "
+      "initcall_blacklist=tracer_init_tracefs";
   if (settings.accel == "tcg") line += fmt::format(" tsc_early_khz={}", tsc_khz());
   // The agent's channel: the kernel hands a name=value it does not know (and without a
   // dot, which would make it a module's) to PID 1 as an environment variable.

@@ -44,16 +44,18 @@ struct VmSettings {
   ChannelKind channel = ChannelKind::kSerial;
   std::string channel_reason;  // why that one ("auto: open /dev/vhost-vsock: ...")
   std::string vsock_device;    // the vhost-user vsock daemon, for kHybridVsock
+  std::string serial_initrd;   // the initrd for the serial channel (a vsock one falling back)
   unsigned memory_mib = 256;
   unsigned cpus = 1;
   // TCG's translation cache (qemu -accel tcg,tb-size): host memory against boot time.
-  unsigned tcg_cache_mib = 16;
+  unsigned tcg_cache_mib = 14;
   std::chrono::milliseconds boot_timeout{60000};
 };
 
 // The settings for this host: `kernel` and `initrd` are the defaults the build knows
 // (for a vsock channel the initrd is initramfs-vsock.cpio.gz beside `initrd`, the build's
-// other one, unless LIBSHIM_VM_INITRD names one for every channel).
+// other one, unless LIBSHIM_VM_INITRD names one for every channel: then "auto" is serial,
+// since that initramfs may lack vsock's modules).
 shim::Status vm_settings(const std::string& kernel, const std::string& initrd, VmSettings* out);
 
 // The kernel command line for `settings`.

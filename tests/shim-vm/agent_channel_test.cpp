@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 #include "agent_channel.h"
 #include "shim/fs.h"
+#include "shim/linux/vsock.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 #include "vm_settings.h"
@@ -24,13 +26,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// LIBSHIM_VM_CHANNEL for one scope.
+// LIBSHIM_VM_CHANNEL for one scope (nullptr: unset), restored after.
 class ChannelEnv {
  public:
   explicit ChannelEnv(const char* value) {
-    if (value != nullptr) ::setenv("LIBSHIM_VM_CHANNEL", value, 1);
+    if (const char* was = std::getenv("LIBSHIM_VM_CHANNEL")) saved_ = was;
+    if (value != nullptr)
+      ::setenv("LIBSHIM_VM_CHANNEL", value, 1);
+    else
+      ::unsetenv("LIBSHIM_VM_CHANNEL");
   }
-  ~ChannelEnv() { ::unsetenv("LIBSHIM_VM_CHANNEL"); }
+  ~ChannelEnv() {
+    if (saved_)
+      ::setenv("LIBSHIM_VM_CHANNEL", saved_->c_str(), 1);
+    else
+      ::unsetenv("LIBSHIM_VM_CHANNEL");
+  }
+
+ private:
+  std::optional<std::string> saved_;
 };
 
 // A build dir's two initramfs images.
@@ -63,6 +77,8 @@ TEST_CASE("vm settings: the agent channel from LIBSHIM_VM_CHANNEL", "[shim-vm]")
         std::string::npos);
   // Each channel its initramfs (the other's modules left out).
   CHECK(hybrid.initrd == images().sub("initramfs-vsock.cpio.gz"));
+  // What the VM boots with should the channel fall back to serial.
+  CHECK(hybrid.serial_initrd == images().sub("initramfs.cpio.gz"));
 
   shim_vm::VmSettings serial = settings_for("serial");
   CHECK(serial.channel == shim_vm::ChannelKind::kSerial);
@@ -73,9 +89,11 @@ TEST_CASE("vm settings: the agent channel from LIBSHIM_VM_CHANNEL", "[shim-vm]")
   shim_vm::VmSettings own = settings_for("hybrid-vsock");
   ::unsetenv("LIBSHIM_VM_INITRD");
   CHECK(own.initrd == "/dev/null");
+  CHECK(own.serial_initrd == "/dev/null");
 
   shim_vm::VmSettings chosen = settings_for(nullptr);
-  if (::access("/dev/vhost-vsock", R_OK | W_OK) == 0) {
+  std::string why_not;
+  if (shim::vhost_vsock_usable(&why_not)) {
     CHECK(chosen.channel == shim_vm::ChannelKind::kVsock);
     CHECK(chosen.channel_reason == "auto: /dev/vhost-vsock");
   } else {

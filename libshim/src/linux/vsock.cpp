@@ -241,6 +241,77 @@ bool same_secret(std::string_view a, std::string_view b) {
   return differ == 0;
 }
 
+// The connections accept_with_token() waits for a first line from.
+class TokenGate {
+ public:
+  TokenGate(std::string want, std::chrono::milliseconds line_timeout,
+            const std::function<void(const std::string&)>& on_refused)
+      : want_(std::move(want)), line_timeout_(line_timeout), on_refused_(on_refused) {}
+
+  std::size_t size() const { return waiting_.size(); }
+  int fd(std::size_t i) const { return waiting_[i].fd.get(); }
+  // How long poll() may wait: until the next deadline (-1: none).
+  int wait_ms(std::chrono::steady_clock::time_point now) const {
+    int wait = -1;
+    for (const Candidate& c : waiting_) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now);
+      int ms = static_cast<int>(std::max<long>(left.count(), 0) + 1);
+      wait = wait < 0 ? ms : std::min(wait, ms);
+    }
+    return wait;
+  }
+  // Reads candidate `i`; true when it is the host's (moved to *out). Closes a stranger
+  // that is done (a wrong line, an error) or out of time. Erases only `i`.
+  bool settle(std::size_t i, bool readable, std::chrono::steady_clock::time_point now,
+              UniqueFd* out) {
+    Candidate& c = waiting_[i];
+    std::string why;
+    if (readable && read_candidate(c, want_.size(), &why)) {
+      if (why.empty() && same_secret(c.line, want_)) {
+        *out = std::move(c.fd);
+        return true;
+      }
+      if (why.empty()) why = "its first line is not the token";
+    } else if (now >= c.deadline) {
+      why = fmt::format("no first line within {} ms", line_timeout_.count());
+    }
+    if (!why.empty()) drop(i, why);
+    return false;
+  }
+  // Settles every candidate (walked back: erasing keeps the indexes still to visit).
+  bool settle_all(const std::vector<pollfd>* polled, std::chrono::steady_clock::time_point now,
+                  UniqueFd* out) {
+    for (std::size_t i = waiting_.size(); i-- > 0;) {
+      if (settle(i, polled == nullptr || (*polled)[i + 1].revents != 0, now, out)) return true;
+    }
+    return false;
+  }
+  // Takes `fd`, making room first: the host writes its line in one go, so a part of a
+  // line marks a stranger; else the oldest goes. True when it is the host's.
+  bool admit(UniqueFd fd, std::chrono::steady_clock::time_point now, UniqueFd* out) {
+    if (waiting_.size() == kMaxWaiting && settle_all(nullptr, now, out)) return true;
+    if (waiting_.size() == kMaxWaiting) {
+      auto partial = std::find_if(waiting_.begin(), waiting_.end(),
+                                  [](const Candidate& c) { return !c.line.empty(); });
+      drop(partial == waiting_.end() ? 0 : static_cast<std::size_t>(partial - waiting_.begin()),
+           "too many connections waiting");
+    }
+    waiting_.push_back({std::move(fd), {}, now + line_timeout_});
+    return settle(waiting_.size() - 1, true, now, out);
+  }
+
+ private:
+  void drop(std::size_t i, const std::string& why) {
+    if (on_refused_) on_refused_(why);
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
+  std::string want_;
+  std::chrono::milliseconds line_timeout_;
+  const std::function<void(const std::string&)>& on_refused_;
+  std::vector<Candidate> waiting_;
+};
+
 }  // namespace
 
 Status accept_with_token(int listener, const std::string& token,
@@ -252,64 +323,25 @@ Status accept_with_token(int listener, const std::string& token,
   int flags = ::fcntl(listener, F_GETFL);
   if (flags < 0 || ::fcntl(listener, F_SETFL, flags | O_NONBLOCK) != 0)
     return Status(Code::kInternal, fmt::format("listener O_NONBLOCK: {}", std::strerror(errno)));
-  const std::string want = token + "\n";
-  std::vector<Candidate> waiting;
-  // Reads candidate `i`; true when it is the host's (moved to *out). Closes a stranger
-  // that is done (a wrong line, an error) or out of time.
-  auto settle = [&](std::size_t i, bool readable, std::chrono::steady_clock::time_point now) {
-    Candidate& c = waiting[i];
-    std::string why;
-    if (readable && read_candidate(c, want.size(), &why)) {
-      if (why.empty() && same_secret(c.line, want)) {
-        *out = std::move(c.fd);
-        return true;
-      }
-      if (why.empty()) why = "its first line is not the token";
-    } else if (now >= c.deadline) {
-      why = fmt::format("no first line within {} ms", line_timeout.count());
-    }
-    if (!why.empty()) {
-      if (on_refused) on_refused(why);
-      waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
-    }
-    return false;
-  };
+  TokenGate gate(token + "\n", line_timeout, on_refused);
   for (;;) {
     std::vector<pollfd> fds{{listener, POLLIN, 0}};
-    auto now = std::chrono::steady_clock::now();
-    int wait_ms = -1;
-    for (const Candidate& c : waiting) {
-      fds.push_back({c.fd.get(), POLLIN, 0});
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now);
-      int ms = static_cast<int>(std::max<long>(left.count(), 0) + 1);
-      wait_ms = wait_ms < 0 ? ms : std::min(wait_ms, ms);
-    }
-    if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR)
+    for (std::size_t i = 0; i < gate.size(); ++i) fds.push_back({gate.fd(i), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), gate.wait_ms(std::chrono::steady_clock::now())) < 0 &&
+        errno != EINTR)
       return Status(Code::kInternal, fmt::format("poll for the host: {}", std::strerror(errno)));
-    now = std::chrono::steady_clock::now();
-    // Walked back, so that erasing keeps the indexes of those still to visit.
-    for (std::size_t i = waiting.size(); i-- > 0;) {
-      if (settle(i, fds[i + 1].revents != 0, now)) return {};
-    }
+    auto now = std::chrono::steady_clock::now();
+    if (gate.settle_all(&fds, now, out)) return {};
     if ((fds[0].revents & POLLIN) == 0) continue;
-    for (;;) {
+    // At most a round's worth, so that those waiting are read between rounds.
+    for (std::size_t accepted = 0; accepted < kMaxWaiting; ++accepted) {
       UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
       if (!fd.valid()) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         if (errno == EINTR || errno == ECONNABORTED) continue;
         return Status(Code::kInternal, fmt::format("accept: {}", std::strerror(errno)));
       }
-      if (waiting.size() == kMaxWaiting) {
-        // The oldest that sent nothing goes first: the host writes its line at once.
-        auto silent = std::find_if(waiting.begin(), waiting.end(),
-                                   [](const Candidate& c) { return c.line.empty(); });
-        std::size_t victim =
-            silent == waiting.end() ? 0 : static_cast<std::size_t>(silent - waiting.begin());
-        if (on_refused) on_refused("too many connections waiting");
-        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(victim));
-      }
-      waiting.push_back({std::move(fd), {}, now + line_timeout});
-      if (settle(waiting.size() - 1, true, now)) return {};
+      if (gate.admit(std::move(fd), now, out)) return {};
     }
   }
 }
