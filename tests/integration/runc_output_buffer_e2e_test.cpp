@@ -275,7 +275,7 @@ void check_complete(const std::vector<std::string>& lines, long written) {
 }
 
 TEST_CASE(
-    "output: the container writes on while containerd is away; the reader after the "
+    "output: the container writes on while containerd is away, the reader after the "
     "restart gets every line in order, once",
     "[output-buffer][fault][runc-e2e][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();
@@ -331,7 +331,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "output: drop at a small bound never stalls the writer; delivered lines are in "
+    "output: drop at a small bound never stalls the writer, delivered lines are in "
     "order, once, and the shim counts what it dropped",
     "[output-buffer][fault][runc-e2e][multi-version]") {
   LIBSHIM_SKIP_WITHOUT_CONTAINERD();

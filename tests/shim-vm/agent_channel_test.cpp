@@ -172,7 +172,7 @@ TEST_CASE("agent channel: hybrid vsock runs a daemon and leaves the guest a toke
   CHECK(other_token != token);
 }
 
-TEST_CASE("agent channel: vsock asked for without /dev/vhost-vsock fails; chosen, it falls back",
+TEST_CASE("agent channel: vsock asked for without /dev/vhost-vsock fails, chosen, it falls back",
           "[shim-vm]") {
   if (::access("/dev/vhost-vsock", F_OK) == 0) LIBSHIM_SKIP("this host has /dev/vhost-vsock");
   shim::test::TempDir dir;

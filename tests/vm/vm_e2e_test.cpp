@@ -362,7 +362,7 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
   CHECK(wait_until([&] { return !fs::exists(memory_dir); }, 10s));
 }
 
-TEST_CASE("vm: the agent channel over hybrid vsock; a stranger on it gets nowhere", "[vm-e2e]") {
+TEST_CASE("vm: the agent channel over hybrid vsock, a stranger on it gets nowhere", "[vm-e2e]") {
   SKIP_WITHOUT_VM();
   if (::access(LIBSHIM_VM_VSOCK_DEVICE, X_OK) != 0)
     LIBSHIM_SKIP(fmt::format("no {} (cmake/fetch-vsock-device.sh)", LIBSHIM_VM_VSOCK_DEVICE));

@@ -4,7 +4,7 @@
 
 #include "gocompat/go_url.h"
 
-TEST_CASE("go_url_unescape: %XX is a byte; '+' is a space only in a query", "[go-url]") {
+TEST_CASE("go_url_unescape: %XX is a byte, '+' is a space only in a query", "[go-url]") {
   std::string out;
   REQUIRE(shim::go_url_unescape("/a%20b+c%2Fd", shim::GoUnescape::kPath, &out));
   CHECK(out == "/a b+c/d");

@@ -352,7 +352,7 @@ TEST_CASE("a slow subscriber delays neither the others nor reaping", "[reaper]")
   shim_test::require_child_passed(outcome);
 }
 
-TEST_CASE("stopping the reaper abandons claims; signals share the watcher", "[reaper]") {
+TEST_CASE("stopping the reaper abandons claims, signals share the watcher", "[reaper]") {
   auto outcome = shim_test::run_in_child([](ChildReport& report) {
     LoopWithReaper loop;
     shim::PosixSpawner spawner;

@@ -174,7 +174,7 @@ TEST_CASE("sandbox lifetime: ShutdownSandbox works in every state and after a fa
   CHECK(pod.shutdown_control.requests == 1);
 }
 
-TEST_CASE("sandbox lifetime: a failed create leaves nothing; ShutdownSandbox then ends the shim",
+TEST_CASE("sandbox lifetime: a failed create leaves nothing, ShutdownSandbox then ends the shim",
           "[sandbox]") {
   // containerd's controller answers a failed CreateSandbox with ShutdownSandbox and then
   // only closes its connection (plugins/sandbox/controller.go, cleanupShim).

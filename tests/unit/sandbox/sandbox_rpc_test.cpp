@@ -110,7 +110,7 @@ TEST_CASE("sandbox service: an id the shim does not serve is NotFound in every o
   CHECK(pod.script.recorded() == std::vector<std::string>{"create sb1"});
 }
 
-TEST_CASE("sandbox service: StartSandbox answers pid, created_at and spec; the sandbox is READY",
+TEST_CASE("sandbox service: StartSandbox answers pid, created_at and spec, the sandbox is READY",
           "[sandbox]") {
   Pod pod;
   pod.script.pid = 777;
@@ -239,7 +239,7 @@ TEST_CASE("sandbox service: Platform defaults to this host's, as Go names it", "
   CHECK(own.platform().architecture() == "mips");
 }
 
-TEST_CASE("sandbox service: SandboxMetrics fills id and timestamp; the default is Unimplemented",
+TEST_CASE("sandbox service: SandboxMetrics fills id and timestamp, the default is Unimplemented",
           "[sandbox]") {
   Pod pod;
   REQUIRE(pod.create("sb1").status.ok());

@@ -39,7 +39,7 @@ TEST_CASE("sandbox upgrade: no sandbox crosses as null", "[sandbox][upgrade]") {
   CHECK(missing.code() == Code::kFailedPrecondition);
 }
 
-TEST_CASE("sandbox upgrade: a call under way waits; a sandbox that cannot save refuses",
+TEST_CASE("sandbox upgrade: a call under way waits, a sandbox that cannot save refuses",
           "[sandbox][upgrade]") {
   Pod pod;
   REQUIRE(pod.create("sb1").status.ok());

@@ -251,7 +251,7 @@ TEST_CASE("binary:// logger gets exactly its argv, environment and fds 3 and 4",
   shim_test::require_child_passed(outcome);
 }
 
-TEST_CASE("bytes written to the write ends reach the logger; readiness waits for the byte",
+TEST_CASE("bytes written to the write ends reach the logger, readiness waits for the byte",
           "[binary-logger]") {
   auto outcome = shim_test::run_in_child([](ChildReport& report) {
     LoopWithReaper loop;

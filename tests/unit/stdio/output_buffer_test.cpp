@@ -65,7 +65,7 @@ std::string drain(OutputBuffer& buffer, std::size_t max, std::size_t step = 1000
   return out;
 }
 
-TEST_CASE("output buffer: memory, then the spill file, then memory; order kept, exactly once",
+TEST_CASE("output buffer: memory, then the spill file, then memory, order kept, exactly once",
           "[stdio][output-buffer]") {
   TempDir dir("obuf-");
   OutputBuffer buffer(OutputBufferOptions{

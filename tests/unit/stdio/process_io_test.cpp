@@ -154,7 +154,7 @@ TEST_CASE("a client opening its reader late still gets every byte", "[stdio]") {
   destroy_io(io, pio);
 }
 
-TEST_CASE("stdin round trip through cat; CloseIO closes only the keeper", "[stdio]") {
+TEST_CASE("stdin round trip through cat, CloseIO closes only the keeper", "[stdio]") {
   CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);
   bool close_io_first = GENERATE(false, true);
   INFO("CloseIO before the client closes: " << close_io_first);

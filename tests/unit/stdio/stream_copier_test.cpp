@@ -163,7 +163,7 @@ class Rig {
 };
 
 TEST_CASE(
-    "buffered copy: nobody reads, the writer goes on through memory and spill; a returning "
+    "buffered copy: nobody reads, the writer goes on through memory and spill, a returning "
     "reader gets every byte in order, once",
     "[stdio][output-buffer]") {
   CopyMethod method = GENERATE(CopyMethod::kSplice, CopyMethod::kReadWrite);

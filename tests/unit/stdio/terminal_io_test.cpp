@@ -111,7 +111,7 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
-TEST_CASE("terminal: output and input go through the pty; slave close is EOF", "[terminal]") {
+TEST_CASE("terminal: output and input go through the pty, slave close is EOF", "[terminal]") {
   TempDir dir;
   std::string in = make_fifo(dir, "in");
   std::string out = make_fifo(dir, "out");

@@ -158,7 +158,7 @@ TEST_CASE("plug-in exceptions: kill, update, checkpoint, stats and pids fail alo
   CHECK(tier.state("c1") == types::RUNNING);
 }
 
-TEST_CASE("plug-in exceptions: a throwing exec fails its Start; the exec can be deleted",
+TEST_CASE("plug-in exceptions: a throwing exec fails its Start, the exec can be deleted",
           "[tier][plugin-exception]") {
   Tier tier;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
@@ -171,7 +171,7 @@ TEST_CASE("plug-in exceptions: a throwing exec fails its Start; the exec can be 
   CHECK(tier.state("c1") == types::RUNNING);
 }
 
-TEST_CASE("plug-in exceptions: a throwing delete_exec is logged; the Delete succeeds",
+TEST_CASE("plug-in exceptions: a throwing delete_exec is logged, the Delete succeeds",
           "[tier][plugin-exception]") {
   Tier tier;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
@@ -187,7 +187,7 @@ TEST_CASE("plug-in exceptions: a throwing delete_exec is logged; the Delete succ
 }
 
 TEST_CASE(
-    "plug-in exceptions: a throwing remove fails Delete; a retry deletes and the shim can end",
+    "plug-in exceptions: a throwing remove fails Delete, a retry deletes and the shim can end",
     "[tier][plugin-exception]") {
   Tier tier;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());

@@ -85,7 +85,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "tier events: exec-added at Exec, exec-started with its pid at Start; none for a failed start",
+    "tier events: exec-added at Exec, exec-started with its pid at Start, none for a failed start",
     "[tier]") {
   Tier tier;
   run(tier, "c1");

@@ -68,7 +68,7 @@ TEST_CASE("tier Kill of init waits for a Start under way (one container call at 
   CHECK(tier.script.recorded() == std::vector<std::string>{"create", "start", "kill 9"});
 }
 
-TEST_CASE("tier Kill of an exec: through its pidfd; not created or finished refused", "[tier]") {
+TEST_CASE("tier Kill of an exec: through its pidfd, not created or finished refused", "[tier]") {
   Tier tier;
   run(tier, "c1");
   SleepingChild exec;
@@ -120,7 +120,7 @@ TEST_CASE("tier Kill without the runtime's kill: `all` needs a private pid names
 
 // ---- Pause, Resume ----------------------------------------------------------------------
 
-TEST_CASE("tier Pause: only a running container; PAUSING meanwhile; /tasks/paused", "[tier]") {
+TEST_CASE("tier Pause: only a running container, PAUSING meanwhile, /tasks/paused", "[tier]") {
   Tier tier;
   tier.script.pause_resume = true;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
@@ -166,7 +166,7 @@ TEST_CASE("tier Pause: a failed pause leaves the container running, without /tas
   CHECK(tier.trail("c1") == std::vector<std::string>{"/tasks/create", "/tasks/start"});
 }
 
-TEST_CASE("tier Resume: only a paused container; a failed resume leaves it paused", "[tier]") {
+TEST_CASE("tier Resume: only a paused container, a failed resume leaves it paused", "[tier]") {
   Tier tier;
   tier.script.pause_resume = true;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
@@ -192,7 +192,7 @@ TEST_CASE("tier Resume: only a paused container; a failed resume leaves it pause
 
 // ---- Update -----------------------------------------------------------------------------
 
-TEST_CASE("tier Update: any state but stopped; Go's JSON syntax errors before the runtime runs",
+TEST_CASE("tier Update: any state but stopped, Go's JSON syntax errors before the runtime runs",
           "[tier]") {
   Tier tier;
   tier.script.implemented = {"update"};
@@ -227,7 +227,7 @@ TEST_CASE("tier Update: a runtime without update is Unimplemented", "[tier]") {
 
 // ---- Checkpoint -------------------------------------------------------------------------
 
-TEST_CASE("tier Checkpoint: running, pausing or paused; created and stopped refused", "[tier]") {
+TEST_CASE("tier Checkpoint: running, pausing or paused, created and stopped refused", "[tier]") {
   Tier tier;
   tier.script.implemented = {"checkpoint"};
   tier.script.pause_resume = true;

@@ -103,7 +103,7 @@ TEST_CASE("tier Create: the response and TaskCreate carry the init's pid, bundle
 // ---- Start ------------------------------------------------------------------------------
 
 TEST_CASE(
-    "tier Start of init: created starts; a start under way, running, paused or stopped refuse",
+    "tier Start of init: created starts, a start under way, running, paused or stopped refuse",
     "[tier]") {
   Tier tier;
   tier.script.pause_resume = true;
@@ -133,7 +133,7 @@ TEST_CASE(
   CHECK(count_of(tier.script.recorded(), "start") == 1);
 }
 
-TEST_CASE("tier Start of init: the runtime's refusal as it is; the task stays created", "[tier]") {
+TEST_CASE("tier Start of init: the runtime's refusal as it is, the task stays created", "[tier]") {
   Tier tier;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
   tier.script.fails["start"] = shim::unknown("OCI runtime start failed: exec: \"sh\": not found");
@@ -146,7 +146,7 @@ TEST_CASE("tier Start of init: the runtime's refusal as it is; the task stays cr
 }
 
 TEST_CASE(
-    "tier Start of an exec: created starts; running or stopped refuse; a stopped init refuses",
+    "tier Start of an exec: created starts, running or stopped refuse, a stopped init refuses",
     "[tier]") {
   Tier tier;
   run(tier, "c1");
@@ -198,7 +198,7 @@ TEST_CASE("tier Exec: a duplicate exec id is AlreadyExists until that exec is de
   CHECK(outcome(tier.exec("c9", "e1")) == "NotFound: container not created: not found");
 }
 
-TEST_CASE("tier Exec: the init's state decides; a created init takes execs", "[tier]") {
+TEST_CASE("tier Exec: the init's state decides, a created init takes execs", "[tier]") {
   Tier tier;
   tier.script.pause_resume = true;
   REQUIRE(tier.create("c1", kPrivatePidSpec).status.ok());
@@ -245,7 +245,7 @@ TEST_CASE(
 // ---- Delete -----------------------------------------------------------------------------
 
 TEST_CASE(
-    "tier Delete of init: running or paused refused; after the exit its status and /tasks/delete",
+    "tier Delete of init: running or paused refused, after the exit its status and /tasks/delete",
     "[tier]") {
   Tier tier;
   tier.script.pause_resume = true;
@@ -290,7 +290,7 @@ TEST_CASE("tier Delete of a created init: removed, no exit status", "[tier]") {
   CHECK(tier.trail("c1") == std::vector<std::string>{"/tasks/create", "/tasks/delete"});
 }
 
-TEST_CASE("tier Delete of an exec: running refused; created or stopped deleted, without an event",
+TEST_CASE("tier Delete of an exec: running refused, created or stopped deleted, without an event",
           "[tier]") {
   Tier tier;
   run(tier, "c1");

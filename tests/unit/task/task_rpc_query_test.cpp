@@ -27,7 +27,7 @@ std::int64_t unix_seconds(std::chrono::system_clock::time_point t) {
 
 // ---- State ------------------------------------------------------------------------------
 
-TEST_CASE("tier State of init: pid, status, stdio; exit status and time once stopped", "[tier]") {
+TEST_CASE("tier State of init: pid, status, stdio, exit status and time once stopped", "[tier]") {
   Tier tier;
   task::CreateTaskRequest create = create_request(tier, "c1");
   REQUIRE(tier.call<task::CreateTaskResponse>("Create", create).status.ok());
@@ -143,7 +143,7 @@ TEST_CASE("tier Wait: answered once the TaskExit went out, with its status and t
   CHECK(again.exited_at().nanos() == exit.exited_at().nanos());
 }
 
-TEST_CASE("tier Wait of an exec: answered at its TaskExit; unknown execs are NotFound", "[tier]") {
+TEST_CASE("tier Wait of an exec: answered at its TaskExit, unknown execs are NotFound", "[tier]") {
   Tier tier;
   run(tier, "c1");
   run_exec(tier, "c1", "e1", 4101);
@@ -301,7 +301,7 @@ TEST_CASE("tier CloseIO: the process's stdin ends once the client's end is close
 
 // ---- ResizePty --------------------------------------------------------------------------
 
-TEST_CASE("tier ResizePty: no console succeeds; a stopped exec refuses with Go's text", "[tier]") {
+TEST_CASE("tier ResizePty: no console succeeds, a stopped exec refuses with Go's text", "[tier]") {
   Tier tier;
   run(tier, "c1");
   run_exec(tier, "c1", "e1", 4101);

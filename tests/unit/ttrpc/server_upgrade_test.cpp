@@ -50,7 +50,7 @@ struct Handlers {
 
 }  // namespace
 
-TEST_CASE("TtrpcServer: suspended input waits; resumed, it is served", "[ttrpc][upgrade]") {
+TEST_CASE("TtrpcServer: suspended input waits, resumed, it is served", "[ttrpc][upgrade]") {
   Handlers handlers;
   TtrpcServerHarness harness(handlers.router("a:"));
   SyncClient client(harness.socket_path());

@@ -110,7 +110,7 @@ TEST_CASE("stream server: ttrpc over a character device, relayed", "[ttrpc]") {
   ::close(pair[1]);
 }
 
-TEST_CASE("stream server: a socket is served as it is; adopt refuses a non-socket", "[ttrpc]") {
+TEST_CASE("stream server: a socket is served as it is, adopt refuses a non-socket", "[ttrpc]") {
   test::IoThread io;
   auto server =
       io.run([&] { return std::make_shared<StreamServer>(io.executor(), echo_router()); });

@@ -240,7 +240,7 @@ TEST_CASE("graceful shutdown closes an idle connection after the linger", "[ttrp
   CHECK(done.get_future().wait_for(5s) == std::future_status::ready);
 }
 
-TEST_CASE("close drops pending calls; clients see Unavailable", "[ttrpc]") {
+TEST_CASE("close drops pending calls, clients see Unavailable", "[ttrpc]") {
   Fixture f;
   SyncClient client(f.server.socket_path());
   auto pending = client.call_async("test.Hold", "Hold", "x");

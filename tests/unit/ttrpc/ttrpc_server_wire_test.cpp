@@ -35,7 +35,7 @@ TEST_CASE("a timeout beyond the clock's range means no deadline", "[ttrpc]") {
   CHECK(raw_response(stream, 3).payload == "none;first-k=");
 }
 
-TEST_CASE("serve_fd takes a listening socket; serve_path refuses a non-socket", "[ttrpc]") {
+TEST_CASE("serve_fd takes a listening socket, serve_path refuses a non-socket", "[ttrpc]") {
   test::IoThread io;
   test::TempDir dir("ttrpc-");
   HeldCalls held;
