@@ -16,9 +16,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "shim/pb/ttrpc.pb.h"
 #include "support/ttrpc_harness.h"
 #include "support/unix_stream.h"
-#include "shim/pb/ttrpc.pb.h"
 #include "ttrpc_test_service.h"
 
 namespace shim::ttrpc {
@@ -138,7 +138,9 @@ TEST_CASE("undecodable request payload answers InvalidArgument", "[ttrpc]") {
   Fixture f;
   UnixStream stream(f.server.socket_path());
   std::string frame;
-  append_frame(frame, 1, FrameType::kRequest, "\x0a\x7f" "truncated");
+  append_frame(frame, 1, FrameType::kRequest,
+               "\x0a\x7f"
+               "truncated");
   REQUIRE(stream.write_all(frame));
   auto result = raw_response(stream, 1);
   CHECK(result.status.code() == Code::kInvalidArgument);
@@ -166,7 +168,9 @@ TEST_CASE("replies are byte-exact with Go ttrpc", "[ttrpc]") {
   CHECK(stream.read_exact(10) == std::string("\0\0\0\0\0\0\0\x09\x02\0", 10));
 
   REQUIRE(stream.write_all(request_frame_bytes(11, "test.Echo", "Echo", "abc")));
-  CHECK(stream.read_exact(15) == std::string("\0\0\0\x05\0\0\0\x0b\x02\0\x12\x03" "abc", 15));
+  CHECK(stream.read_exact(15) == std::string("\0\0\0\x05\0\0\0\x0b\x02\0\x12\x03"
+                                             "abc",
+                                             15));
 
   REQUIRE(stream.write_all(request_frame_bytes(13, "foo.Bar", "X", "")));
   ::shim::pb::ttrpc::Response expected;
@@ -176,7 +180,8 @@ TEST_CASE("replies are byte-exact with Go ttrpc", "[ttrpc]") {
   append_frame(expected_frame, 13, FrameType::kResponse, expected.SerializeAsString());
   CHECK(stream.read_exact(expected_frame.size()) == expected_frame);
   // {status: {code 12, message "service foo.Bar"}} spelled out.
-  CHECK(expected_frame.substr(kHeaderSize) == std::string("\x0a\x13\x08\x0c\x12\x0f" "service foo.Bar"));
+  CHECK(expected_frame.substr(kHeaderSize) == std::string("\x0a\x13\x08\x0c\x12\x0f"
+                                                          "service foo.Bar"));
 }
 
 // Connects as uid/gid 65534 from a forked child, sends a request and reports: 0 = the
@@ -191,7 +196,8 @@ int call_as_nobody(const std::string& socket_path) {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size());
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) ::_exit(3);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0)
+      ::_exit(3);
     if (::write(fd, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) ::_exit(0);
     char byte;
     ssize_t got = ::read(fd, &byte, 1);
