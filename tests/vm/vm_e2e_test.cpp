@@ -198,7 +198,8 @@ std::vector<std::string> programs_in_cgroup(const std::string& path) {
   return programs;
 }
 
-TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][multi-version]") {
+TEST_CASE("vm: exec, kill, kill --all, pause and resume, ps, containerd restart",
+          "[vm-e2e][multi-version]") {
   SKIP_WITHOUT_VM();
   VmSetup s;
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/bin/sleep", "3600"}), 120s).ok());
@@ -239,11 +240,17 @@ TEST_CASE("vm: exec, kill, pause and resume, ps, containerd restart", "[vm-e2e][
   CHECK(metrics.out.find("pids.current") != std::string::npos);
   CHECK(metrics.out.find("cpu.usage_usec") != std::string::npos);
 
-  // Across a containerd restart the shim still serves the task.
+  // Across a containerd restart the shim still serves the task; kill --all reaches every
+  // process of the container (an exec too).
+  REQUIRE(
+      s.fx.ctr_ok({"task", "exec", "-d", "--exec-id", "e4", "spin", "/bin/sleep", "3600"}).ok());
   s.fx.restart();
   CHECK(s.task_status("spin") == "RUNNING");
   events = s.fx.subscribe_events();
-  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "spin"}).ok());
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "--all", "-s", "KILL", "spin"}).ok());
+  auto e4_exit = events->wait_for_line({"/tasks/exit", "\"e4\""}, 30s);
+  REQUIRE(e4_exit);
+  CHECK(e4_exit->find("\"exit_status\":137") != std::string::npos);
   auto exit = events->wait_for_line({"/tasks/exit", "\"spin\""}, 30s);
   REQUIRE(exit);
   CHECK(exit->find("\"exit_status\":137") != std::string::npos);
