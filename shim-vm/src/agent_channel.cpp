@@ -124,8 +124,7 @@ Status AgentChannel::prepare(const VmSettings& settings, const std::string& stat
       Status s =
           shim::reserve_vsock_cid(3 + first % 0x7fffffffu, &channel->vhost_, &channel->target_.cid);
       if (s.ok()) break;
-      if (!settings.channel_reason.starts_with("auto"))
-        return Status(s.code(), "the agent channel: " + s.message());
+      if (!settings.channel_chosen) return Status(s.code(), "the agent channel: " + s.message());
       // Chosen, not asked for: serial still works.
       channel->kind_ = ChannelKind::kSerial;
       channel->reason_ =

@@ -37,8 +37,8 @@ inline constexpr std::string_view kAgentHello = "LIBSHIM-AGENT 1\n";
 class AgentChannel {
  public:
   // What the channel needs before qemu starts: the serial socket's listener; or a CID
-  // claimed on /dev/vhost-vsock (when that fails and `settings` chose vsock by itself,
-  // "auto", the channel is serial instead); and for the vsock kinds the token in
+  // claimed on /dev/vhost-vsock (when that fails and vsock was settings.channel_chosen,
+  // the channel is serial instead); and for the vsock kinds the token in
   // `shared_dir` (never written through a link there).
   static shim::Status prepare(const VmSettings& settings, const std::string& state_dir,
                               const std::string& shared_dir, std::unique_ptr<AgentChannel>* out);

@@ -79,6 +79,7 @@ shim::Status choose_channel(VmSettings* s) {
     }
     s->channel = vsock ? ChannelKind::kVsock : ChannelKind::kSerial;
     s->channel_reason = vsock ? "auto: /dev/vhost-vsock" : "auto: " + why_not;
+    s->channel_chosen = true;
     return {};
   }
   for (ChannelKind kind : {ChannelKind::kSerial, ChannelKind::kVsock, ChannelKind::kHybridVsock}) {

@@ -42,9 +42,10 @@ struct VmSettings {
   std::string accel;         // "kvm" or "tcg": what boots the guest
   std::string accel_reason;  // why that one ("auto: /dev/kvm has no vmx/svm CPU")
   ChannelKind channel = ChannelKind::kSerial;
-  std::string channel_reason;  // why that one ("auto: open /dev/vhost-vsock: ...")
-  std::string vsock_device;    // the vhost-user vsock daemon, for kHybridVsock
-  std::string serial_initrd;   // the initrd for the serial channel (a vsock one falling back)
+  std::string channel_reason;   // why that one ("auto: open /dev/vhost-vsock: ...")
+  bool channel_chosen = false;  // chosen by "auto", not asked for: vsock may fall back
+  std::string vsock_device;     // the vhost-user vsock daemon, for kHybridVsock
+  std::string serial_initrd;    // the initrd for the serial channel (a vsock one falling back)
   unsigned memory_mib = 256;
   unsigned cpus = 1;
   // TCG's translation cache (qemu -accel tcg,tb-size): host memory against boot time.

@@ -73,6 +73,7 @@ TEST_CASE("vm settings: the agent channel from LIBSHIM_VM_CHANNEL", "[shim-vm]")
   shim_vm::VmSettings hybrid = settings_for("hybrid-vsock");
   CHECK(hybrid.channel == shim_vm::ChannelKind::kHybridVsock);
   CHECK(hybrid.channel_reason == "LIBSHIM_VM_CHANNEL");
+  CHECK_FALSE(hybrid.channel_chosen);
   CHECK(shim_vm::kernel_command_line(hybrid).find(" libshim_channel=vsock:1024") !=
         std::string::npos);
   // Each channel its initramfs (the other's modules left out).
@@ -92,6 +93,7 @@ TEST_CASE("vm settings: the agent channel from LIBSHIM_VM_CHANNEL", "[shim-vm]")
   CHECK(own.serial_initrd == "/dev/null");
 
   shim_vm::VmSettings chosen = settings_for(nullptr);
+  CHECK(chosen.channel_chosen);
   std::string why_not;
   if (shim::vhost_vsock_usable(&why_not)) {
     CHECK(chosen.channel == shim_vm::ChannelKind::kVsock);
@@ -185,6 +187,7 @@ TEST_CASE("agent channel: vsock asked for without /dev/vhost-vsock fails, chosen
 
   shim_vm::VmSettings chosen = asked;
   chosen.channel_reason = "auto: /dev/vhost-vsock";
+  chosen.channel_chosen = true;
   REQUIRE(shim_vm::AgentChannel::prepare(chosen, dir.path(), dir.sub("shared"), &channel).ok());
   CHECK(channel->describe() == "serial");
   CHECK(channel->reason().starts_with("auto: /dev/vhost-vsock; vsock unusable: open "));

@@ -40,12 +40,17 @@ Status dial_error(const VsockTarget& target, std::string_view step, int error) {
   return Status(code, fmt::format("{}: {}: {}", target.describe(), step, std::strerror(error)));
 }
 
-Status dial_kernel(const VsockTarget& target, std::chrono::milliseconds timeout, UniqueFd* out) {
-  UniqueFd fd(::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return dial_error(target, "socket", errno);
+timeval as_timeval(std::chrono::milliseconds timeout) {
   timeval limit{};
   limit.tv_sec = static_cast<time_t>(timeout.count() / 1000);
   limit.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+  return limit;
+}
+
+Status dial_kernel(const VsockTarget& target, std::chrono::milliseconds timeout, UniqueFd* out) {
+  UniqueFd fd(::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return dial_error(target, "socket", errno);
+  timeval limit = as_timeval(timeout);
   // Not fatal: the kernel's own limit (2 s) applies instead.
   (void)::setsockopt(fd.get(), AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &limit, sizeof limit);
   sockaddr_vm address{};
@@ -60,9 +65,8 @@ Status dial_kernel(const VsockTarget& target, std::chrono::milliseconds timeout,
 }
 
 // Reads the answer line byte by byte: what follows it is the guest's.
-Status read_answer(int fd, const VsockTarget& target, std::chrono::milliseconds timeout,
-                   std::string* line) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+Status read_answer(int fd, const VsockTarget& target,
+                   std::chrono::steady_clock::time_point deadline, std::string* line) {
   while (line->empty() || line->back() != '\n') {
     if (line->size() > 64) {
       return Status(
@@ -97,10 +101,10 @@ Status dial_hybrid(const VsockTarget& target, std::chrono::milliseconds timeout,
                   fmt::format("{}: the socket path is too long", target.describe()));
   }
   std::memcpy(address.sun_path, target.uds_path.c_str(), target.uds_path.size() + 1);
-  // connect() on a unix socket whose backlog is full waits this long at most.
-  timeval limit{};
-  limit.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  limit.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+  // One deadline for the connect and the answer. connect() on a unix socket whose
+  // backlog is full waits this long at most.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  timeval limit = as_timeval(timeout);
   if (::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit) != 0)
     return dial_error(target, "SO_SNDTIMEO", errno);
   while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
@@ -114,7 +118,7 @@ Status dial_hybrid(const VsockTarget& target, std::chrono::milliseconds timeout,
   if (sent != static_cast<ssize_t>(request.size()))
     return dial_error(target, "send CONNECT (short write)", EIO);
   std::string line;
-  if (Status s = read_answer(fd.get(), target, timeout, &line); !s.ok()) return s;
+  if (Status s = read_answer(fd.get(), target, deadline, &line); !s.ok()) return s;
   std::string_view answer(line);
   answer.remove_suffix(1);
   std::uint32_t host_port = 0;
