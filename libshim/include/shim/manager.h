@@ -15,6 +15,7 @@
 // service cannot be made exits 1 and logs it (shim/runtime.h, "Exceptions").
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -74,6 +75,18 @@ struct DaemonOptions {
   // The answer's form for callers without BootstrapParams (see LegacyStartAnswer). The
   // JSON forms also carry mount_capabilities() (containerd 2.4 reads them there).
   LegacyStartAnswer legacy_answer = LegacyStartAnswer::kPlainAddress;
+  // The group of a container whose spec names none (no annotation above): non-empty, all
+  // such containers of a namespace share one shim, whose runtime is then loaded once;
+  // empty (the default, as containerd's runc shim): each gets a shim of its own. The
+  // shim's group is this name and a digest of the binary and `cgroup`, so a start from
+  // another binary or with another cgroup gets another shim; under SCHED_CORE nothing
+  // is shared (a container's core-scheduling cookie is its own). A container also gets
+  // its own shim when the shared one cannot take it (it is wedged, or a shim of an older
+  // libshim); that shim's log says why.
+  std::string shared_group;
+  // How long a shared shim stays once nothing keeps it (shim/shutdown_control.h), so that
+  // the next container finds it; Shutdown ends other shims at once.
+  std::chrono::milliseconds shared_linger{0};
 };
 
 // How the long-lived server runs (Go's shim.Config and RegisterTTRPC have the same

@@ -37,16 +37,25 @@ class ShutdownControl {
 
   // The task API's Shutdown rule: asks every keeper in the order they were set; if one
   // answers a reason, the shim stays and that reason ("<name>: <reason>") is returned;
-  // otherwise request_shutdown() is called and "" returned. A keeper that throws keeps
-  // the shim (the reason names the exception): ending a shim that may still serve a
-  // container is the one mistake this must not make.
+  // otherwise when_unused() is called (request_shutdown(), unless the shim lingers) and
+  // "" returned. A keeper that throws keeps the shim (the reason names the exception):
+  // ending a shim that may still serve a container is the one mistake this must not make.
   std::string shutdown_if_unused();
+
+  // The first keeper's reason to stay ("<name>: <reason>"), or "" if none keeps the shim;
+  // asks as shutdown_if_unused() does, but ends nothing.
+  std::string why_kept();
 
   // Registers `keeper` under `name` ("tasks", "sandbox"), replacing a keeper of that
   // name. The keeper must stay callable until it is removed.
   void set_keeper(std::string name, Keeper keeper);
   // Removes the keeper named `name`, if any (e.g. from the destructor of its service).
   void remove_keeper(std::string_view name);
+
+ protected:
+  // What shutdown_if_unused() does when no keeper keeps the shim: request_shutdown() (the
+  // default), or, for a shim that lingers (DaemonOptions::shared_linger), arm its timer.
+  virtual void when_unused() { request_shutdown(); }
 
  private:
   std::vector<std::pair<std::string, Keeper>> keepers_;

@@ -9,6 +9,12 @@
 namespace shim {
 
 std::string ShutdownControl::shutdown_if_unused() {
+  std::string reason = why_kept();
+  if (reason.empty()) when_unused();
+  return reason;
+}
+
+std::string ShutdownControl::why_kept() {
   // Not a structured binding: clang 14 (the sanitizer build) cannot capture one.
   for (const auto& entry : keepers_) {
     const std::string& name = entry.first;
@@ -21,7 +27,6 @@ std::string ShutdownControl::shutdown_if_unused() {
     if (!asked.ok()) reason = asked.message();
     if (!reason.empty()) return fmt::format("{}: {}", name, reason);
   }
-  request_shutdown();
   return "";
 }
 

@@ -10,6 +10,7 @@
 #include "common/vendor_call.h"
 #include "protocol/action_setting.h"
 #include "protocol/actions.h"
+#include "protocol/shim_sharing.h"
 #include "shim/fs.h"
 #include "shim/process/call_deadline.h"
 #include "socket/grouping.h"
@@ -45,7 +46,9 @@ Status shim_socket_path(const ShimIdentity& context, Manager& manager, std::stri
     std::string group;
     DaemonOptions options;
     if (Status s = daemon_options_of(manager, start, &options); !s.ok()) return s;
-    if (Status s = bundle_group_id(context.bundle, context.id, &group, options.group_annotations);
+    std::string shared_key = options.shared_group.empty() ? "" : shared_group_key(options);
+    if (Status s = bundle_group_id(context.bundle, context.id, &group, options.group_annotations,
+                                   shared_key);
         !s.ok()) {
       return s;
     }

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -18,6 +20,7 @@
 #include "process/signal_watcher.h"
 #include "process/signalfd_reaper.h"
 #include "protocol/actions.h"
+#include "protocol/shim_sharing.h"
 #include "sandbox/sandbox_service.h"
 #include "shim/clock.h"
 #include "shim/logger.h"
@@ -43,11 +46,15 @@ void redirect_stderr_to_log_fifo() {
 }
 
 // Runs the shutdown sequence once: stop serving (in-flight replies go out), flush
-// events, remove the socket, stop the loop.
+// events, remove the socket, stop the loop. A shared shim lingers first once unused.
 class ShutdownSequence final : public ShutdownControl {
  public:
   ShutdownSequence(boost::asio::io_context& loop, Logger& logger)
-      : loop_(loop), logger_(logger), timer_(loop) {}
+      : loop_(loop), logger_(logger), timer_(loop), linger_timer_(loop) {}
+
+  void set_linger(std::chrono::milliseconds linger) { linger_ = linger; }
+  // Whether the shim has decided to end (a Reserve then fails).
+  bool ending() const { return door_closed_.load(); }
 
   void attach(ttrpc::TtrpcServer* server, EventForwarder* forwarder, std::string socket_path) {
     server_ = server;
@@ -55,16 +62,44 @@ class ShutdownSequence final : public ShutdownControl {
     socket_path_ = std::move(socket_path);
   }
 
+  // From any thread (a SIGTERM's handler): the socket goes at once, so no Reserve is
+  // granted while begin() waits in the loop's queue.
   void request_shutdown() override {
+    close_door();
     boost::asio::post(loop_, [this] { begin(); });
   }
 
+ protected:
+  // On the loop. The socket goes at once, not in the posted begin(): a `start` that finds
+  // the shim must not get a reservation from a shim that has decided to end. Each time
+  // the shim becomes unused the linger starts again.
+  void when_unused() override {
+    if (linger_.count() <= 0) return request_shutdown();
+    logger_.info("shim unused, lingering", {{"linger_ms", linger_.count()}});
+    linger_timer_.expires_after(linger_);
+    linger_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || started_) return;
+      if (std::string kept = why_kept(); !kept.empty()) {
+        logger_.debug("linger over, shim still used", {{"reason", kept}});
+        return;
+      }
+      begin();
+    });
+  }
+
  private:
+  // No new connections; ending() is true from here on. socket_path_ is set before the
+  // loop runs and never changes after; before that, begin() removes the socket.
+  void close_door() {
+    door_closed_ = true;
+    if (!socket_path_.empty() && !unlinked_.exchange(true)) ::unlink(socket_path_.c_str());
+  }
+
   void begin() {
     if (started_) return;
     started_ = true;
     logger_.info("shutting down");
-    if (!socket_path_.empty()) ::unlink(socket_path_.c_str());  // no new connections
+    close_door();
     timer_.expires_after(kDrainTimeout);
     timer_.async_wait([this](boost::system::error_code ec) {
       if (!ec) server_->close();  // calls still pending (a Wait) are dropped
@@ -85,9 +120,13 @@ class ShutdownSequence final : public ShutdownControl {
   boost::asio::io_context& loop_;
   Logger& logger_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer linger_timer_;
+  std::chrono::milliseconds linger_{0};
   ttrpc::TtrpcServer* server_ = nullptr;
   EventForwarder* forwarder_ = nullptr;
   std::string socket_path_;
+  std::atomic<bool> door_closed_{false};
+  std::atomic<bool> unlinked_{false};
   bool started_ = false;
 };
 
@@ -102,6 +141,35 @@ Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* s
   }
   ::fcntl(kListenFd, F_SETFD, FD_CLOEXEC);
   return server.serve_fd(kListenFd);
+}
+
+// A shared shim (`start` set kSharedLingerEnv): it lingers when unused and serves
+// Reserve. Its launching `start` reserved nothing, so the shim reserves itself for that
+// task's Create, and so ends even if no Create ever comes. After a live upgrade the old
+// program's reservations and linger timer are gone: one window for whatever Create was
+// promised, after which the shim asks whether it is used. Any other daemon logs why its
+// task could not share, if it could not.
+std::unique_ptr<ShimReservations> share_shim(boost::asio::any_io_executor executor,
+                                             ShutdownSequence& shutdown, Logger& logger,
+                                             const ServerOptions& options, bool upgraded,
+                                             ttrpc::Router& router) {
+  if (const char* why = std::getenv(kSharedFallbackEnv)) {
+    logger.warn("shared shim not used, this task has a shim of its own", {{"reason", why}});
+    ::unsetenv(kSharedFallbackEnv);
+  }
+  std::optional<std::chrono::milliseconds> linger = shared_linger_from_env();
+  if (!linger) return nullptr;
+  shutdown.set_linger(*linger);
+  auto reservations = std::make_unique<ShimReservations>(
+      executor, shutdown, logger, [&shutdown] { return shutdown.ending(); },
+      options.log_to_fifo && options.log_sink == nullptr);
+  reservations->register_on(router);
+  if (const char* first = std::getenv(kSharedFirstTaskEnv)) {
+    if (!upgraded) (void)reservations->reserve(first);
+    ::unsetenv(kSharedFirstTaskEnv);  // not for the program a live upgrade execs
+  }
+  if (upgraded) (void)reservations->reserve("");
+  return reservations;
 }
 
 void dump_state(Logger& logger, const ttrpc::TtrpcServer& server, const EventForwarder& forwarder,
@@ -305,6 +373,8 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     logger.error("serve", {{"error", s.message()}});
     return 1;
   }
+  std::unique_ptr<ShimReservations> reservations =
+      share_shim(executor, shutdown, logger, options, incoming.has_value(), router);
   upgrade::LiveUpgrade live_upgrade(
       upgrade_setup(flags, manager, context, forwarder, *reaper, signalfd_reaper, services));
   live_upgrade.register_on(router);

@@ -16,6 +16,7 @@
 #include "protocol/actions.h"
 #include "protocol/bootstrap.h"
 #include "protocol/mount_capability_answer.h"
+#include "protocol/shim_sharing.h"
 #include "protocol/start_answer.h"
 #include "shim/fs.h"
 #include "socket/grouping.h"
@@ -26,6 +27,22 @@ namespace shim::detail {
 namespace {
 
 constexpr std::string_view kUnixScheme = "unix://";
+// A shared shim that does not answer Reserve in this time is wedged: the task gets its own.
+constexpr std::chrono::milliseconds kReserveTimeout{2000};
+// Tries at the shared socket: each ending shim met removed its socket before answering.
+constexpr int kSharedAttempts = 4;
+
+// The shim a task's `start` binds or reuses: its group and socket, and what a daemon
+// launched for it gets in its environment besides containerd's.
+struct GroupShim {
+  std::string group;
+  std::string address;  // unix://<socket_path>
+  std::string socket_path;
+  std::vector<std::string> daemon_env;
+  // A shared daemon this start launched: once it runs, other starts may have reserved
+  // it, so a failure of ours leaves it (its reservation for us ends, then it ends).
+  bool keep_on_abort = false;
+};
 
 StartContext make_context(const ShimFlags& flags, const ShimEnv& env, const StartInput& input) {
   StartContext ctx;
@@ -51,12 +68,13 @@ std::string self_executable() {
 }
 
 // The daemon inherits containerd's environment; TTRPC_ADDRESS is filled in from
-// BootstrapParams when only that carried it.
+// BootstrapParams when only that carried it. Sharing settings are start's alone.
 std::vector<std::string> daemon_env(const StartContext& ctx) {
   std::vector<std::string> env;
   bool has_ttrpc = false;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
+    if (entry.starts_with("LIBSHIM_SHARED_")) continue;
     has_ttrpc = has_ttrpc || entry.starts_with("TTRPC_ADDRESS=");
     env.emplace_back(entry);
   }
@@ -64,12 +82,14 @@ std::vector<std::string> daemon_env(const StartContext& ctx) {
   return env;
 }
 
-SpawnRequest daemon_request(const StartContext& ctx, const std::string& group, int listen_fd) {
+SpawnRequest daemon_request(const StartContext& ctx, const GroupShim& shim, int listen_fd) {
   SpawnRequest request;
   request.path = self_executable();
-  request.argv = {request.path, "-namespace", ctx.ns, "-id", group, "-address", ctx.grpc_address};
+  request.argv = {request.path, "-namespace", ctx.ns,          "-id",
+                  shim.group,   "-address",   ctx.grpc_address};
   if (ctx.debug) request.argv.push_back("-debug");
   request.env = daemon_env(ctx);
+  request.env->insert(request.env->end(), shim.daemon_env.begin(), shim.daemon_env.end());
   request.cwd = ctx.bundle;
   request.fds = {{3, listen_fd}};  // 0-2 become /dev/null: nothing holds containerd's pipe
   request.new_process_group = true;
@@ -138,7 +158,7 @@ Status answer(const StartInput& input, const ShimEnv& env, const DaemonOptions& 
   return {};
 }
 
-Status launch(const StartContext& ctx, const DaemonOptions& options, const std::string& group,
+Status launch(const StartContext& ctx, const DaemonOptions& options, const GroupShim& shim,
               int listen_fd, const ShimEnv& env, SpawnedProcess* daemon) {
   if (env.sched_core) {
     // A core-scheduling cookie for our process group, inherited by the daemon and so by
@@ -149,7 +169,7 @@ Status launch(const StartContext& ctx, const DaemonOptions& options, const std::
     }
   }
   PosixSpawner spawner;
-  if (Status s = spawner.spawn(daemon_request(ctx, group, listen_fd), daemon); !s.ok()) return s;
+  if (Status s = spawner.spawn(daemon_request(ctx, shim, listen_fd), daemon); !s.ok()) return s;
   Status status;
   if (!options.cgroup.empty()) status = join_cgroup(daemon->pid, options.cgroup);
   if (status.ok() && options.adjust_oom_score) status = adjust_oom_score(daemon->pid);
@@ -158,12 +178,91 @@ Status launch(const StartContext& ctx, const DaemonOptions& options, const std::
 
 // On any error after the daemon was spawned: kill it and remove its socket.
 int abort_start(Manager& manager, const Status& status, SpawnedProcess& daemon,
-                const std::string& socket_path) {
-  if (daemon.pid > 0) {
+                const std::string& socket_path, bool keep_daemon = false) {
+  if (daemon.pid > 0 && !keep_daemon) {
     daemon.handle.signal(SIGKILL).ignore_error();  // it may have exited already
     ::unlink(socket_path.c_str());
   }
   return fail(manager, status);
+}
+
+Status make_group_shim(const StartContext& ctx, std::string group, GroupShim* shim) {
+  shim->group = std::move(group);
+  if (Status s =
+          socket_address(ctx.grpc_address, ctx.ns, shim->group, ctx.socket_dir, &shim->address);
+      !s.ok()) {
+    return s;
+  }
+  shim->socket_path = shim->address.substr(kUnixScheme.size());
+  return {};
+}
+
+// Binds the shim's socket and launches its daemon, or finds a live shim there
+// (*launched false): the group's shim already runs.
+Status bind_or_find(const StartContext& ctx, const DaemonOptions& options, const ShimEnv& env,
+                    const GroupShim& shim, SpawnedProcess* daemon, bool* launched) {
+  ListenResult listener;
+  if (Status s = listen_unix(shim.socket_path, &listener); !s.ok()) return s;
+  *launched = listener.outcome == ListenOutcome::kBound;
+  if (!*launched) return {};
+  Status s = launch(ctx, options, shim, listener.fd, env, daemon);
+  ::close(listener.fd);
+  return s;
+}
+
+// The shared shim of the namespace, launched or reserved for this task (*shared). A
+// reserved shim cannot end before containerd's Create; one that is ending removed its
+// socket before it answered, so the next try binds a new shim. Otherwise *why_not: why
+// the task cannot share (the shim is wedged, or is no shared libshim shim).
+Status use_shared_shim(const StartContext& ctx, const DaemonOptions& options, const ShimEnv& env,
+                       const GroupShim& shim, SpawnedProcess* daemon, bool* shared,
+                       std::string* why_not) {
+  for (int attempt = 1; attempt <= kSharedAttempts; ++attempt) {
+    if (Status s = bind_or_find(ctx, options, env, shim, daemon, shared); !s.ok()) return s;
+    if (*shared) return {};  // launched
+    Status reserved = reserve_shared_shim(shim.address, ctx.id, kReserveTimeout);
+    *shared = reserved.ok();
+    if (*shared) return {};
+    *why_not =
+        fmt::format("shared shim {} (try {}): {}", shim.address, attempt, reserved.message());
+    if (reserved.code() != Code::kUnavailable) return {};
+    ::usleep(10'000);  // an ending shim removed its socket; another start may be binding
+  }
+  return {};
+}
+
+// The task's shim: its group's (bound or found live), or the namespace's shared shim,
+// or, when that cannot take the task, a shim of the task's own. Never shared under
+// SCHED_CORE: a shim's containers share its core-scheduling cookie, which is one
+// container's (or pod's) alone.
+Status find_or_launch(const StartContext& ctx, const DaemonOptions& options, const ShimEnv& env,
+                      GroupShim* shim, SpawnedProcess* daemon) {
+  const bool sharing = !options.shared_group.empty() && !env.sched_core;
+  const std::string shared_key = sharing ? shared_group_key(options) : std::string();
+  // The task id when the bundle has no config.json (a sandbox's).
+  std::string group;
+  if (Status s = bundle_group_id(ctx.bundle, ctx.id, &group, options.group_annotations, shared_key);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = make_group_shim(ctx, group, shim); !s.ok()) return s;
+  if (!sharing || group != shared_key) {
+    bool launched = false;
+    return bind_or_find(ctx, options, env, *shim, daemon, &launched);
+  }
+  shim->daemon_env = {fmt::format("{}={}", kSharedLingerEnv, options.shared_linger.count()),
+                      fmt::format("{}={}", kSharedFirstTaskEnv, ctx.id)};
+  bool shared = false;
+  std::string why_not;
+  if (Status s = use_shared_shim(ctx, options, env, *shim, daemon, &shared, &why_not); !s.ok()) {
+    return s;
+  }
+  shim->keep_on_abort = daemon->pid > 0;
+  if (shared) return {};
+  if (Status s = make_group_shim(ctx, ctx.id, shim); !s.ok()) return s;
+  shim->daemon_env = {fmt::format("{}={}", kSharedFallbackEnv, why_not)};
+  bool launched = false;
+  return bind_or_find(ctx, options, env, *shim, daemon, &launched);
 }
 
 }  // namespace
@@ -181,31 +280,19 @@ int run_start(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return fail(manager, s);
   }
 
-  std::string group;  // the task id when the bundle has no config.json (a sandbox's)
-  if (Status s = bundle_group_id(ctx.bundle, ctx.id, &group, options.group_annotations); !s.ok()) {
-    return fail(manager, s);
-  }
-  std::string address;
-  if (Status s = socket_address(ctx.grpc_address, ctx.ns, group, ctx.socket_dir, &address);
-      !s.ok()) {
-    return fail(manager, s);
-  }
-  std::string socket_path = address.substr(kUnixScheme.size());
-
-  ListenResult listener;
-  if (Status s = listen_unix(socket_path, &listener); !s.ok()) return fail(manager, s);
+  GroupShim shim;
   SpawnedProcess daemon;
-  if (listener.outcome == ListenOutcome::kBound) {
-    Status s = launch(ctx, options, group, listener.fd, env, &daemon);
-    ::close(listener.fd);
-    if (!s.ok()) return abort_start(manager, s, daemon, socket_path);
+  if (Status s = find_or_launch(ctx, options, env, &shim, &daemon); !s.ok()) {
+    return abort_start(manager, s, daemon, shim.socket_path);
   }
+  const std::string& address = shim.address;
+  const std::string& socket_path = shim.socket_path;
   // 1.6/1.7 read `address` on restart; 2.x migrates from it. Written for a reused shim too.
   if (Status s = write_file_atomic(ctx.bundle + "/address", address); !s.ok()) {
-    return abort_start(manager, s, daemon, socket_path);
+    return abort_start(manager, s, daemon, socket_path, shim.keep_on_abort);
   }
   if (Status s = answer(input, env, options, extensions, address); !s.ok()) {
-    return abort_start(manager, s, daemon, socket_path);
+    return abort_start(manager, s, daemon, socket_path, shim.keep_on_abort);
   }
   return 0;
 }

@@ -53,11 +53,12 @@ std::vector<std::string> default_group_annotations() {
 }
 
 Status group_id(std::string_view config_json, std::string_view id, std::string* group,
-                const std::vector<std::string>& annotations) {
+                const std::vector<std::string>& annotations, std::string_view ungrouped) {
+  const std::string_view fallback = ungrouped.empty() ? id : ungrouped;
   json::value spec;
   if (Status status = parse_first_value(config_json, &spec); !status.ok()) return status;
   if (spec.is_null()) {
-    *group = std::string(id);
+    *group = std::string(fallback);
     return {};
   }
   if (!spec.is_object()) {
@@ -67,7 +68,7 @@ Status group_id(std::string_view config_json, std::string_view id, std::string* 
 
   const json::value* found = spec.as_object().if_contains("annotations");
   if (found == nullptr || found->is_null()) {
-    *group = std::string(id);
+    *group = std::string(fallback);
     return {};
   }
   if (!found->is_object()) return spec_error("\"annotations\" is not an object");
@@ -83,12 +84,12 @@ Status group_id(std::string_view config_json, std::string_view id, std::string* 
     *group = value->is_string() ? go_json_string(value->as_string()) : std::string();
     return {};
   }
-  *group = std::string(id);
+  *group = std::string(fallback);
   return {};
 }
 
 Status bundle_group_id(const std::string& bundle, std::string_view id, std::string* group,
-                       const std::vector<std::string>& annotations) {
+                       const std::vector<std::string>& annotations, std::string_view ungrouped) {
   std::string spec;
   Status read = read_file(bundle + "/config.json", &spec);
   if (read.code() == Code::kNotFound) {
@@ -96,7 +97,7 @@ Status bundle_group_id(const std::string& bundle, std::string_view id, std::stri
     return {};
   }
   if (!read.ok()) return read;
-  return group_id(spec, id, group, annotations);
+  return group_id(spec, id, group, annotations, ungrouped);
 }
 
 }  // namespace shim

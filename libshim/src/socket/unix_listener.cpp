@@ -28,11 +28,13 @@ Status fill_address(const std::string& path, sockaddr_un* addr, socklen_t* len) 
   return {};
 }
 
-// True when something accepts connections at `path` right now.
+// True when something accepts connections at `path` right now. Non-blocking: a server
+// that stopped accepting (wedged) has a full backlog, where a blocking connect would wait
+// for good; EAGAIN means someone listens.
 bool server_answers(const sockaddr_un& addr, socklen_t len) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return false;
-  bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0;
+  bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno == EAGAIN;
   ::close(fd);
   return live;
 }

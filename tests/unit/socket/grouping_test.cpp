@@ -102,3 +102,28 @@ TEST_CASE("grouping: a bundle without config.json is grouped by the task id", "[
   CHECK_FALSE(not_a_bundle.ok());
   CHECK(not_a_bundle.code() != shim::Code::kNotFound);
 }
+
+TEST_CASE("grouping: a shared group takes the containers no annotation groups", "[grouping]") {
+  const auto& annotations = shim::default_group_annotations();
+  auto shared_of = [&](const std::string& config) {
+    std::string group = "unset";
+    REQUIRE(shim::group_id(config, "t1", &group, annotations, "shared").ok());
+    return group;
+  };
+  CHECK(shared_of(R"({"process":{"args":["/hello.wasm"]}})") == "shared");
+  CHECK(shared_of(R"({"annotations":{"other":"x"}})") == "shared");
+  CHECK(shared_of(R"({"annotations":null})") == "shared");
+  CHECK(shared_of("null") == "shared");
+  // A pod's containers stay in the pod's shim, and a container may ask for its own.
+  CHECK(shared_of(R"({"annotations":{"io.kubernetes.cri.sandbox-id":"pod1"}})") == "pod1");
+  CHECK(shared_of(R"({"annotations":{"io.containerd.runc.v2.group":"t1"}})") == "t1");
+
+  // A sandbox's bundle (no config.json) is never shared.
+  shim::test::TempDir dir("grouping-");
+  std::string group = "unset";
+  REQUIRE(shim::bundle_group_id(dir.path(), "sb1", &group, annotations, "shared").ok());
+  CHECK(group == "sb1");
+  std::ofstream(dir.sub("config.json")) << R"({"annotations":{}})";
+  REQUIRE(shim::bundle_group_id(dir.path(), "c1", &group, annotations, "shared").ok());
+  CHECK(group == "shared");
+}
