@@ -3,7 +3,9 @@
 
   * `ctr run --rm` latency: a Wasm hello (hello.wasm through containerd-shim-wasm-v1 and
     WasmEdge) against busybox `true` through our shim-runc + runc and through the Go shim,
-    rounds alternating between the three;
+    rounds alternating between them. "wasm" is the default: the namespace's shared Wasm
+    shim, its engine loaded; "wasm-own" gives each container a shim of its own (the
+    annotation io.containerd.runc.v2.group=<id>), whose engine loads at its Create;
   * memory of N running containers per class: the shims' PSS and the containers' own
     processes' PSS (the engine for Wasm, busybox `sleep` for runc).
 
@@ -96,7 +98,9 @@ def children(pid):
     return out
 
 
-def shim_pids(address, binary):
+def shim_pids(address, binary, shared=None):
+    """Daemons of `binary` for containerd at `address`; with `shared` True (False) only
+    (never) the namespace's shared Wasm shim (-id io.libshim.wasm.shared-<digest>)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -107,7 +111,10 @@ def shim_pids(address, binary):
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if exe == binary and address.encode() in argv:
+        if exe != binary or address.encode() not in argv:
+            continue
+        is_shared = any(a.startswith(b"io.libshim.wasm.shared-") for a in argv)
+        if shared is None or shared == is_shared:
             found.append(int(entry))
     return found
 
@@ -140,8 +147,10 @@ def main():
     for name in ("hello.wasm", "spin.wasm"):
         shutil.copy(os.path.join(modules, name), os.path.join(rootfs, name))
     # ctr 1.6 wants a shim binary named containerd-shim-<name>-<version> when given a path.
+    own = lambda cid: ["--annotation", f"io.containerd.runc.v2.group={cid}"]
     sides = {
         "wasm": (wasm_shim, ["/hello.wasm"]),
+        "wasm-own": (wasm_shim, ["/hello.wasm"]),
         "runc-ours": (runc_shim, ["/bin/true"]),
         "runc-go": (GO_SHIM, ["/bin/true"]),
     }
@@ -152,9 +161,11 @@ def main():
         latencies = {name: [] for name in sides}
         for i in range(args.rounds + 2):
             for name, (shim, command) in sides.items():
+                cid = f"{name}-{i}"
+                flags = own(cid) if name == "wasm-own" else []
                 started = time.monotonic()
-                daemon.ctr("run", "--rm", "--runtime", shim, "--rootfs", rootfs,
-                           f"{name}-{i}", *command)
+                daemon.ctr("run", "--rm", *flags, "--runtime", shim, "--rootfs", rootfs, cid,
+                           *command)
                 if i >= 2:  # two warm-up rounds
                     latencies[name].append((time.monotonic() - started) * 1e3)
         results["ctr_run_rm_ms"] = {
@@ -164,13 +175,18 @@ def main():
 
         memory = {}
         for name, shim, command in (("wasm", wasm_shim, ["/spin.wasm"]),
+                                    ("wasm-own", wasm_shim, ["/spin.wasm"]),
                                     ("runc-ours", runc_shim, ["/bin/sleep", "100000"]),
                                     ("runc-go", GO_SHIM, ["/bin/sleep", "100000"])):
             ids = [f"mem-{name}-{i}" for i in range(args.containers)]
             for cid in ids:
-                daemon.ctr("run", "-d", "--runtime", shim, "--rootfs", rootfs, cid, *command)
+                flags = own(cid) if name == "wasm-own" else []
+                daemon.ctr("run", "-d", *flags, "--runtime", shim, "--rootfs", rootfs, cid,
+                           *command)
             time.sleep(2.0)
-            shims = shim_pids(daemon.address, os.path.realpath(shim))
+            # The shared shim lingers while wasm-own runs: count it for "wasm" alone.
+            only = {"wasm": True, "wasm-own": False}.get(name)
+            shims = shim_pids(daemon.address, os.path.realpath(shim), only)
             tasks = [int(l.split()[1]) for l in daemon.ctr("task", "ls").stdout.splitlines()[1:]
                      if l.split()[0] in ids]
             task_pss = sum(pss_kib(p) for p in tasks)

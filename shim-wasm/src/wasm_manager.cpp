@@ -1,5 +1,9 @@
 #include "wasm_manager.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "engine.h"
@@ -29,7 +33,35 @@ std::string engine_version(const shim::ActionContext& context, const Engine& eng
   return fmt::format("unknown (--version: {})", line);
 }
 
+// kShimLingerEnv: seconds, a decimal number from 0 to a day.
+std::chrono::milliseconds shim_linger() {
+  const char* text = std::getenv(kShimLingerEnv);
+  if (text == nullptr || *text == '\0') return std::chrono::seconds(10);
+  char* end = nullptr;
+  errno = 0;
+  double seconds = std::strtod(text, &end);
+  if (errno != 0 || *end != '\0' || !(seconds >= 0 && seconds <= 86400)) {
+    throw std::invalid_argument(
+        fmt::format("{}={:?} is not a number of seconds from 0 to 86400", kShimLingerEnv, text));
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
 }  // namespace
+
+shim::DaemonOptions WasmManager::daemon_options(const shim::StartContext& context) const {
+  shim::DaemonOptions options = CliManager::daemon_options(context);
+  const char* sharing = std::getenv(kSharedShimEnv);
+  std::string_view mode = sharing != nullptr && *sharing != '\0' ? sharing : "namespace";
+  if (mode == "off") return options;
+  if (mode != "namespace") {
+    throw std::invalid_argument(
+        fmt::format("{}={:?}: the choices are \"namespace\" and \"off\"", kSharedShimEnv, mode));
+  }
+  options.shared_group = kSharedGroup;
+  options.shared_linger = shim_linger();
+  return options;
+}
 
 shim::Status WasmManager::info(const shim::ActionContext& context,
                                const std::optional<shim::pb::Any>& options,

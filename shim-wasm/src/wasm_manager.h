@@ -18,6 +18,14 @@ inline constexpr const char* kRuntimeName = "io.containerd.wasm.v1";
 // -info's annotations: the engine ("wasmedge 0.17.1") and the root it runs from.
 inline constexpr const char* kEngineAnnotation = "io.libshim.wasm.engine";
 inline constexpr const char* kEngineRootAnnotation = "io.libshim.wasm.engine-root";
+// Whether the ungrouped containers of a namespace share one shim: "namespace" (the
+// default) or "off" (a shim per container, as runc's). The shim inherits it from
+// containerd's environment.
+inline constexpr const char* kSharedShimEnv = "LIBSHIM_WASM_SHARED_SHIM";
+// How long a shared shim stays once its last container is gone, in seconds (default 10).
+inline constexpr const char* kShimLingerEnv = "LIBSHIM_WASM_SHIM_LINGER";
+// The shared shim's group (DaemonOptions::shared_group).
+inline constexpr const char* kSharedGroup = "io.libshim.wasm.shared";
 
 class WasmManager final : public shim::oci::CliManager {
  public:
@@ -27,6 +35,10 @@ class WasmManager final : public shim::oci::CliManager {
       : shim::oci::CliManager(kRuntimeName, "runc"),
         build_engine_root_(std::move(build_engine_root)) {}
 
+  // The runc shim's options, and one shim for the ungrouped containers of a namespace
+  // (kSharedShimEnv): the engine is loaded once, and a container's start is then a fork
+  // of the loaded engine. Throws std::invalid_argument on a malformed setting.
+  shim::DaemonOptions daemon_options(const shim::StartContext& context) const override;
   // The runc shim's info, plus the engine's annotations (or why it is not usable).
   shim::Status info(const shim::ActionContext& context, const std::optional<shim::pb::Any>& options,
                     containerd::types::RuntimeInfo* info) const override;

@@ -3,10 +3,12 @@
 // the real shim, runc and WasmEdge. Each case starts its own containerd; few cases on
 // purpose. They skip when the engine is not there (cmake/fetch-wasmedge.sh) or the
 // modules could not be built (cmake/WasiModules.cmake).
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -20,6 +22,7 @@
 #include "shim/pb/containerd/types.pb.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
+#include "wasm_manager.h"
 
 namespace shim::test {
 namespace {
@@ -54,7 +57,7 @@ struct WasmSetup {
   PrivateContainerd fx;
   std::string rootfs = fx.dir() + "/rootfs";
 
-  WasmSetup() {
+  explicit WasmSetup(ContainerdOptions options = {}) : fx(std::move(options)) {
     make_busybox_rootfs(rootfs);
     for (const auto& entry : fs::directory_iterator(kModules)) {
       if (entry.path().extension() == ".wasm") {
@@ -242,6 +245,109 @@ TEST_CASE("wasm: bad modules fail Create with the reason, nothing left behind, a
   CHECK(event_topics_for(*events, "oom") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/oom", "/tasks/exit",
                                  "/tasks/delete"});
+}
+
+// The pids of this containerd's shared Wasm shims (-id io.libshim.wasm.shared-<digest>).
+std::vector<pid_t> shared_shims(const PrivateContainerd& fx) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string cmdline;
+    if (!read_file(entry.path().string() + "/cmdline", &cmdline).ok()) continue;
+    if (cmdline.find(fx.grpc_address()) == std::string::npos) continue;
+    if (cmdline.find(std::string("-id") + '\0' + shim_wasm::kSharedGroup + '-') ==
+        std::string::npos)
+      continue;
+    pids.push_back(std::stoi(entry.path().filename().string()));
+  }
+  return pids;
+}
+
+TEST_CASE("wasm: ungrouped containers share one shim, which lingers, then ends",
+          "[wasm-e2e][multi-version]") {
+  SKIP_WITHOUT_WASM();
+  WasmSetup s(ContainerdOptions{.env = {fmt::format("{}=4", shim_wasm::kShimLingerEnv)}});
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "one", {"/spin.wasm"})).ok());
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "two", {"/spin.wasm"})).ok());
+  auto native = s.fx.ctr(s.run({"--rm"}, "native", {"/bin/echo", "native"}));
+  CHECK(native.exit_code == 0);
+  CHECK(native.out == "native\n");
+  CHECK(s.fx.shim_address("one") == s.fx.shim_address("two"));
+  std::vector<pid_t> shims = shared_shims(s.fx);
+  REQUIRE(shims.size() == 1);
+  // A container that names a group of its own gets a shim of its own.
+  REQUIRE(s.fx.ctr_ok(s.run({"-d", "--annotation", "io.containerd.runc.v2.group=own"}, "own",
+                            {"/spin.wasm"}))
+              .ok());
+  CHECK(s.fx.shim_address("own") != s.fx.shim_address("one"));
+  CHECK(shared_shims(s.fx) == shims);
+
+  for (const char* id : {"one", "two"}) {
+    REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", id}).ok());
+    REQUIRE(s.wait_status(id, "STOPPED"));
+    REQUIRE(s.fx.ctr_ok({"task", "rm", id}).ok());
+  }
+  // Unused, the shim lingers: the next container finds it.
+  auto hello = s.fx.ctr(s.run({"--rm"}, "hello", {"/hello.wasm", "3"}));
+  CHECK(hello.exit_code == 3);
+  CHECK(hello.out.starts_with("hello from wasm\n"));
+  CHECK(shared_shims(s.fx) == shims);
+  // ... and ends once the linger is over.
+  bool ended = false;
+  for (int i = 0; i < 150 && !ended; ++i) {
+    ::usleep(100'000);
+    ended = shared_shims(s.fx).empty();
+  }
+  CHECK(ended);
+  CHECK(s.fx.log_tail(400).find("shim unused, lingering") != std::string::npos);
+  CHECK(s.task_status("own") == "RUNNING");
+}
+
+TEST_CASE("wasm: a shared shim that ends or is wedged never fails the next container",
+          "[wasm-e2e][multi-version]") {
+  SKIP_WITHOUT_WASM();
+  // No linger: a shim ends as its last container goes, while the other sequence's next
+  // start looks for it (finds it reserved, or ending and gone: never ending under it).
+  WasmSetup s(ContainerdOptions{.env = {fmt::format("{}=0", shim_wasm::kShimLingerEnv)}});
+  auto sequence = [&s](char name) {
+    std::vector<std::string> failures;
+    for (int i = 0; i < 6; ++i) {
+      std::string id = fmt::format("{}{}", name, i);
+      auto r = s.fx.ctr(s.run({"--rm"}, id, {"/hello.wasm", std::to_string(i)}));
+      if (r.exit_code != i || !r.out.starts_with("hello from wasm\n")) {
+        failures.push_back(
+            fmt::format("{}: exit {}, out {:?}, err {:?}", id, r.exit_code, r.out, r.err));
+      }
+    }
+    return failures;
+  };
+  auto a = std::async(std::launch::async, sequence, 'a');
+  auto b = std::async(std::launch::async, sequence, 'b');
+  CHECK(a.get() == std::vector<std::string>{});
+  CHECK(b.get() == std::vector<std::string>{});
+  // Shims did end in between (at least the last one, once both sequences were done).
+  std::string sequences_log = s.fx.log_tail(5000);
+  std::size_t ends = 0;
+  for (auto at = sequences_log.find("shutting down"); at != std::string::npos;
+       at = sequences_log.find("shutting down", at + 1)) {
+    ++ends;
+  }
+  INFO(ends << " shims ended");
+  CHECK(ends >= 1);
+
+  // A shared shim that does not answer: the next container gets a shim of its own.
+  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/spin.wasm"})).ok());
+  std::vector<pid_t> shims = shared_shims(s.fx);
+  REQUIRE(shims.size() == 1);
+  REQUIRE(::kill(shims[0], SIGSTOP) == 0);
+  auto alone = s.fx.ctr(s.run({"--rm"}, "alone", {"/hello.wasm", "4"}));
+  REQUIRE(::kill(shims[0], SIGCONT) == 0);
+  CHECK(alone.exit_code == 4);
+  std::string log = s.fx.log_tail(400);
+  CHECK(log.find("shared shim not used, this task has a shim of its own") != std::string::npos);
+  CHECK(log.find("context deadline exceeded") != std::string::npos);
+  REQUIRE(s.fx.ctr_ok({"task", "kill", "-s", "KILL", "spin"}).ok());
+  REQUIRE(s.wait_status("spin", "STOPPED"));
+  REQUIRE(s.fx.ctr_ok({"task", "rm", "spin"}).ok());
 }
 
 TEST_CASE(
