@@ -81,8 +81,11 @@ struct DaemonOptions {
   // shim's group is this name and a digest of the binary and `cgroup`, so a start from
   // another binary or with another cgroup gets another shim; under SCHED_CORE nothing
   // is shared (a container's core-scheduling cookie is its own). A container also gets
-  // its own shim when the shared one cannot take it (it is wedged, or a shim of an older
-  // libshim); that shim's log says why.
+  // its own shim when the shared one cannot take it (it is wedged, a shim of an older
+  // libshim, or it kept ending as this start tried); that shim's log says why. A
+  // plug-in with its own TaskService must count a Create as keeping the shim
+  // (shim/shutdown_control.h) from the moment its handler is called, as the process
+  // tier does: the shim's reservation for that task ends there.
   std::string shared_group;
   // How long a shared shim stays once nothing keeps it (shim/shutdown_control.h), so that
   // the next container finds it; Shutdown ends other shims at once.

@@ -46,6 +46,8 @@ Status shim_socket_path(const ShimIdentity& context, Manager& manager, std::stri
     std::string group;
     DaemonOptions options;
     if (Status s = daemon_options_of(manager, start, &options); !s.ok()) return s;
+    // As start chose, as far as the delete action can know (no SCHED_CORE here; the
+    // runtime options' shim cgroup unknown): a live shim's socket is never removed.
     std::string shared_key = options.shared_group.empty() ? "" : shared_group_key(options);
     if (Status s = bundle_group_id(context.bundle, context.id, &group, options.group_annotations,
                                    shared_key);

@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +19,7 @@
 #include "process/signalfd_reaper.h"
 #include "protocol/actions.h"
 #include "protocol/shim_sharing.h"
+#include "protocol/shutdown_sequence.h"
 #include "sandbox/sandbox_service.h"
 #include "shim/clock.h"
 #include "shim/logger.h"
@@ -33,8 +32,6 @@ namespace shim::detail {
 namespace {
 
 constexpr int kListenFd = 3;
-constexpr auto kDrainTimeout = std::chrono::seconds(2);  // in-flight replies at shutdown
-constexpr auto kFlushTimeout = std::chrono::seconds(5);  // events at shutdown (Go: 5 s)
 
 // containerd created the bundle's `log` FIFO and keeps it open, so this never blocks.
 // Our stderr becomes the FIFO; the logger writes there without ever blocking.
@@ -44,91 +41,6 @@ void redirect_stderr_to_log_fifo() {
   ::dup2(fd, STDERR_FILENO);
   ::close(fd);
 }
-
-// Runs the shutdown sequence once: stop serving (in-flight replies go out), flush
-// events, remove the socket, stop the loop. A shared shim lingers first once unused.
-class ShutdownSequence final : public ShutdownControl {
- public:
-  ShutdownSequence(boost::asio::io_context& loop, Logger& logger)
-      : loop_(loop), logger_(logger), timer_(loop), linger_timer_(loop) {}
-
-  void set_linger(std::chrono::milliseconds linger) { linger_ = linger; }
-  // Whether the shim has decided to end (a Reserve then fails).
-  bool ending() const { return door_closed_.load(); }
-
-  void attach(ttrpc::TtrpcServer* server, EventForwarder* forwarder, std::string socket_path) {
-    server_ = server;
-    forwarder_ = forwarder;
-    socket_path_ = std::move(socket_path);
-  }
-
-  // From any thread (a SIGTERM's handler): the socket goes at once, so no Reserve is
-  // granted while begin() waits in the loop's queue.
-  void request_shutdown() override {
-    close_door();
-    boost::asio::post(loop_, [this] { begin(); });
-  }
-
- protected:
-  // On the loop. The socket goes at once, not in the posted begin(): a `start` that finds
-  // the shim must not get a reservation from a shim that has decided to end. Each time
-  // the shim becomes unused the linger starts again.
-  void when_unused() override {
-    if (linger_.count() <= 0) return request_shutdown();
-    logger_.info("shim unused, lingering", {{"linger_ms", linger_.count()}});
-    linger_timer_.expires_after(linger_);
-    linger_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || started_) return;
-      if (std::string kept = why_kept(); !kept.empty()) {
-        logger_.debug("linger over, shim still used", {{"reason", kept}});
-        return;
-      }
-      begin();
-    });
-  }
-
- private:
-  // No new connections; ending() is true from here on. socket_path_ is set before the
-  // loop runs and never changes after; before that, begin() removes the socket.
-  void close_door() {
-    door_closed_ = true;
-    if (!socket_path_.empty() && !unlinked_.exchange(true)) ::unlink(socket_path_.c_str());
-  }
-
-  void begin() {
-    if (started_) return;
-    started_ = true;
-    logger_.info("shutting down");
-    close_door();
-    timer_.expires_after(kDrainTimeout);
-    timer_.async_wait([this](boost::system::error_code ec) {
-      if (!ec) server_->close();  // calls still pending (a Wait) are dropped
-    });
-    server_->shutdown([this] {
-      timer_.cancel();
-      flush();
-    });
-  }
-
-  void flush() {
-    forwarder_->flush(kFlushTimeout, [this](bool delivered) {
-      if (!delivered) logger_.warn("events not delivered before exit");
-      loop_.stop();
-    });
-  }
-
-  boost::asio::io_context& loop_;
-  Logger& logger_;
-  boost::asio::steady_timer timer_;
-  boost::asio::steady_timer linger_timer_;
-  std::chrono::milliseconds linger_{0};
-  ttrpc::TtrpcServer* server_ = nullptr;
-  EventForwarder* forwarder_ = nullptr;
-  std::string socket_path_;
-  std::atomic<bool> door_closed_{false};
-  std::atomic<bool> unlinked_{false};
-  bool started_ = false;
-};
 
 Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* socket_path) {
   if (!flags.socket.empty()) {
@@ -151,8 +63,8 @@ Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* s
 // task could not share, if it could not.
 std::unique_ptr<ShimReservations> share_shim(boost::asio::any_io_executor executor,
                                              ShutdownSequence& shutdown, Logger& logger,
-                                             const ServerOptions& options, bool upgraded,
-                                             ttrpc::Router& router) {
+                                             WorkPool& pool, const ServerOptions& options,
+                                             bool upgraded, ttrpc::Router& router) {
   if (const char* why = std::getenv(kSharedFallbackEnv)) {
     logger.warn("shared shim not used, this task has a shim of its own", {{"reason", why}});
     ::unsetenv(kSharedFallbackEnv);
@@ -162,7 +74,7 @@ std::unique_ptr<ShimReservations> share_shim(boost::asio::any_io_executor execut
   shutdown.set_linger(*linger);
   auto reservations = std::make_unique<ShimReservations>(
       executor, shutdown, logger, [&shutdown] { return shutdown.ending(); },
-      options.log_to_fifo && options.log_sink == nullptr);
+      options.log_to_fifo && options.log_sink == nullptr, kReserveWindow, &pool);
   reservations->register_on(router);
   if (const char* first = std::getenv(kSharedFirstTaskEnv)) {
     if (!upgraded) (void)reservations->reserve(first);
@@ -374,7 +286,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return 1;
   }
   std::unique_ptr<ShimReservations> reservations =
-      share_shim(executor, shutdown, logger, options, incoming.has_value(), router);
+      share_shim(executor, shutdown, logger, pool, options, incoming.has_value(), router);
   upgrade::LiveUpgrade live_upgrade(
       upgrade_setup(flags, manager, context, forwarder, *reaper, signalfd_reaper, services));
   live_upgrade.register_on(router);

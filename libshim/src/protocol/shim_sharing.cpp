@@ -1,7 +1,10 @@
 #include "protocol/shim_sharing.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <boost/asio/io_context.hpp>
 
+#include "shim/fs.h"
 #include "shim/pb/containerd/task_v2.pb.h"
 #include "shim/task_service.h"
 #include "shim/ttrpc/client.h"
@@ -30,20 +34,47 @@ std::vector<std::string> keys_of(
   return keys;
 }
 
+// A non-blocking connect of our own: a shim whose backlog is full (it accepts nothing)
+// answers EAGAIN, which is not "ending" (Unavailable, tried again) but wedged.
+Status dial_shared_shim(const std::string& address, int* fd) {
+  std::string path;
+  if (Status s = ttrpc::unix_socket_path(address, &path); !s.ok()) return s;
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) {
+    return invalid_argument(fmt::format("shim socket path {} is too long", path));
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  *fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (*fd < 0) return errno_error("socket", errno);
+  if (::connect(*fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return {};
+  int err = errno;
+  ::close(*fd);
+  *fd = -1;
+  if (err == EAGAIN) {
+    return Status(Code::kResourceExhausted,
+                  fmt::format("dial {}: its backlog is full (it accepts nothing)", path));
+  }
+  return Status(Code::kUnavailable, fmt::format("dial {}: {}", path, std::strerror(err)));
+}
+
 }  // namespace
 
 Status reserve_shared_shim(const std::string& address, const std::string& id,
-                           std::chrono::milliseconds timeout) {
+                           const std::string& bundle, std::chrono::milliseconds timeout) {
+  int fd = -1;
+  if (Status s = dial_shared_shim(address, &fd); !s.ok()) return s;
   boost::asio::io_context io(1);
   auto client = ttrpc::TtrpcClient::create(io.get_executor());
   Status result(Code::kUnknown, "no answer");
-  client->connect(address, [&](Status connected) {
+  client->adopt(fd, [&](Status connected) {
     if (!connected.ok()) {
       result = Status(Code::kUnavailable, connected.message());
       return;
     }
     pb::sharing::ReserveRequest request;
     request.set_id(id);
+    request.set_bundle(bundle);
     ttrpc::CallOptions options;
     options.timeout = timeout;
     client->call(std::string(kSharingService), std::string(kReserveMethod),
@@ -85,13 +116,15 @@ std::optional<std::chrono::milliseconds> shared_linger_from_env() {
 
 ShimReservations::ShimReservations(boost::asio::any_io_executor executor, ShutdownControl& shutdown,
                                    Logger& logger, std::function<bool()> ending,
-                                   bool follow_log_fifo, std::chrono::milliseconds window)
+                                   bool follow_log_fifo, std::chrono::milliseconds window,
+                                   WorkPool* pool)
     : shutdown_(shutdown),
       logger_(logger),
       ending_(std::move(ending)),
       follow_log_fifo_(follow_log_fifo),
       window_(window),
-      timer_(executor) {
+      timer_(executor),
+      warmer_(pool != nullptr ? std::make_unique<CgroupMigrationWarmer>(*pool) : nullptr) {
   shutdown_.set_keeper(std::string(kKeeperName), [this] { return why_kept(); });
 }
 
@@ -107,7 +140,7 @@ void ShimReservations::wrap_create(ttrpc::Router& router, std::string_view servi
                task::CreateTaskRequest request;
                if (request.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
                  release(request.id());
-                 follow_log(request.bundle());
+                 follow_log(request.bundle(), false);
                }
                create(call, payload, std::move(responder));
              });
@@ -152,6 +185,8 @@ void ShimReservations::on_reserve(pb::sharing::ReserveRequest request,
   if (!reserve(request.id())) {
     return reply.fail(Status(Code::kUnavailable, "the shared shim is shutting down"));
   }
+  if (warmer_) warmer_->warm();  // the Create comes in a few ms
+  follow_log(request.bundle(), true);
   logger_.info("shared shim reserved", {{"id", request.id()}, {"window_ms", window_.count()}});
   pb::sharing::ReserveResponse response;
   response.set_pid(static_cast<std::uint32_t>(::getpid()));
@@ -160,8 +195,13 @@ void ShimReservations::on_reserve(pb::sharing::ReserveRequest request,
 
 // The first task's bundle (this daemon's stderr) goes with that task: containerd then
 // stops reading its FIFO, and the shim's log would be lost.
-void ShimReservations::follow_log(const std::string& bundle) {
+void ShimReservations::follow_log(const std::string& bundle, bool only_if_unread) {
   if (!follow_log_fifo_ || bundle.empty()) return;
+  if (only_if_unread) {
+    pollfd present{.fd = STDERR_FILENO, .events = POLLOUT, .revents = 0};
+    // POLLERR on a FIFO's write end: its reader is gone.
+    if (::poll(&present, 1, 0) != 1 || (present.revents & POLLERR) == 0) return;
+  }
   std::string path = bundle + "/log";
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};

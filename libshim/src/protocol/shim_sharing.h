@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "linux/cgroup_warmer.h"
 #include "shim/logger.h"
 #include "shim/manager.h"
 #include "shim/pb/libshim/sharing.pb.h"
@@ -45,11 +47,11 @@ inline constexpr const char* kSharedFallbackEnv = "LIBSHIM_SHARED_FALLBACK";
 // holds the shim from then on).
 inline constexpr std::chrono::milliseconds kReserveWindow{10'000};
 
-// Asks the shim at `address` to reserve itself for task `id`. Fails Unavailable if the
-// shim is ending or gone, DeadlineExceeded if it does not answer in `timeout`,
-// Unimplemented if it is not a shared libshim shim.
+// Asks the shim at `address` to reserve itself for task `id` (bundle `bundle`). Fails
+// Unavailable if the shim is ending or gone, DeadlineExceeded if it does not answer in
+// `timeout`, Unimplemented if it is not a shared libshim shim.
 Status reserve_shared_shim(const std::string& address, const std::string& id,
-                           std::chrono::milliseconds timeout);
+                           const std::string& bundle, std::chrono::milliseconds timeout);
 
 // The group the shared shim of `options.shared_group` serves: that name and a digest of
 // what a reused shim could not change, so that a start that differs gets a shim of its
@@ -68,10 +70,13 @@ class ShimReservations {
  public:
   // `ending`: whether the shim has decided to end (Reserve then fails). With
   // `follow_log_fifo`, each Create points the daemon's stderr at its bundle's `log` FIFO,
-  // which containerd reads for as long as that task exists.
+  // which containerd reads for as long as that task exists, and so does a Reserve when
+  // nobody reads the present one (its task is gone).
+  // With a `pool`, a Reserve also warms the cgroup migration of the Create it announces
+  // (linux/cgroup_warmer.h).
   ShimReservations(boost::asio::any_io_executor executor, ShutdownControl& shutdown, Logger& logger,
                    std::function<bool()> ending, bool follow_log_fifo,
-                   std::chrono::milliseconds window = kReserveWindow);
+                   std::chrono::milliseconds window = kReserveWindow, WorkPool* pool = nullptr);
   ~ShimReservations();  // removes the keeper
   ShimReservations(const ShimReservations&) = delete;
   ShimReservations& operator=(const ShimReservations&) = delete;
@@ -90,7 +95,7 @@ class ShimReservations {
   void on_reserve(pb::sharing::ReserveRequest request,
                   ttrpc::Reply<pb::sharing::ReserveResponse> reply);
   void wrap_create(ttrpc::Router& router, std::string_view service);
-  void follow_log(const std::string& bundle);
+  void follow_log(const std::string& bundle, bool only_if_unread);
   void expired();
   void arm();
   std::string why_kept() const;
@@ -102,6 +107,7 @@ class ShimReservations {
   std::chrono::milliseconds window_;
   boost::asio::steady_timer timer_;
   std::map<std::string, std::chrono::steady_clock::time_point> reserved_;  // task -> until
+  std::unique_ptr<CgroupMigrationWarmer> warmer_;
 };
 
 }  // namespace shim::detail

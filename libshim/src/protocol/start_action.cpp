@@ -220,7 +220,7 @@ Status use_shared_shim(const StartContext& ctx, const DaemonOptions& options, co
   for (int attempt = 1; attempt <= kSharedAttempts; ++attempt) {
     if (Status s = bind_or_find(ctx, options, env, shim, daemon, shared); !s.ok()) return s;
     if (*shared) return {};  // launched
-    Status reserved = reserve_shared_shim(shim.address, ctx.id, kReserveTimeout);
+    Status reserved = reserve_shared_shim(shim.address, ctx.id, ctx.bundle, kReserveTimeout);
     *shared = reserved.ok();
     if (*shared) return {};
     *why_not =
@@ -250,7 +250,8 @@ Status find_or_launch(const StartContext& ctx, const DaemonOptions& options, con
     bool launched = false;
     return bind_or_find(ctx, options, env, *shim, daemon, &launched);
   }
-  shim->daemon_env = {fmt::format("{}={}", kSharedLingerEnv, options.shared_linger.count()),
+  shim->daemon_env = {fmt::format("{}={}", kSharedLingerEnv,
+                                  std::max<std::int64_t>(0, options.shared_linger.count())),
                       fmt::format("{}={}", kSharedFirstTaskEnv, ctx.id)};
   bool shared = false;
   std::string why_not;

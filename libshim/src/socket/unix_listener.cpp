@@ -31,12 +31,21 @@ Status fill_address(const std::string& path, sockaddr_un* addr, socklen_t* len) 
 // True when something accepts connections at `path` right now. Non-blocking: a server
 // that stopped accepting (wedged) has a full backlog, where a blocking connect would wait
 // for good; EAGAIN means someone listens.
-bool server_answers(const sockaddr_un& addr, socklen_t len) {
+// *error: connect's errno when it is not.
+bool server_answers(const sockaddr_un& addr, socklen_t len, int* error) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
+  if (fd < 0) {
+    *error = errno;
+    return false;
+  }
   bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno == EAGAIN;
+  *error = live ? 0 : errno;
   ::close(fd);
   return live;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 Status errno_status(std::string_view op, const std::string& path) {
@@ -53,7 +62,7 @@ Status listen_unix(const std::string& path, ListenResult* result) {
   if (slash != std::string::npos && slash > 0) {
     if (Status s = make_dirs(path.substr(0, slash), 0700); !s.ok()) return s;
   }
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return errno_status("socket for", path);
     if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0) {
@@ -71,11 +80,19 @@ Status listen_unix(const std::string& path, ListenResult* result) {
       errno = err;
       return errno_status("bind", path);
     }
-    if (server_answers(addr, len)) {
+    struct stat probed {};
+    if (::lstat(path.c_str(), &probed) != 0) continue;  // just removed: bind again
+    int refused = 0;
+    if (server_answers(addr, len, &refused)) {
       *result = {ListenOutcome::kInUse, -1};
       return {};
     }
-    ::unlink(path.c_str());  // stale socket of a dead shim
+    // A stale socket of a dead shim, but only the file probed: another start may have
+    // bound a new one at the path meanwhile (or its shim removed it: ENOENT).
+    struct stat now {};
+    if (refused == ECONNREFUSED && ::lstat(path.c_str(), &now) == 0 && same_file(probed, now)) {
+      ::unlink(path.c_str());
+    }
   }
   return Status(Code::kUnknown, fmt::format("bind {}: address still in use", path));
 }

@@ -155,6 +155,7 @@ void RuntimeTaskService::create(const CallInfo&, task::CreateTaskRequest request
     return reply.fail(already_exists(fmt::format("container {}", request.id())));
   }
   creating_[request.id()] = events_.hold_exits();
+  cgroup_warmer_.warm();  // the grace period passes while the runtime gets ready
 
   auto work = [this, request, domain = next_pid_domain_++] {
     return create_on_pool(request, domain);

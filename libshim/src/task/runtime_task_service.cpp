@@ -65,6 +65,7 @@ task::WaitResponse wait_response(const ProcessExit& exit) {
 RuntimeTaskService::RuntimeTaskService(ServiceContext& context, std::unique_ptr<Runtime> runtime)
     : context_(context),
       runtime_(std::move(runtime)),
+      cgroup_warmer_(context.pool),
       events_(context.publisher,
               {.on_reaped = [this](const ProcessRef& r, const ProcessExit& e) { on_reaped(r, e); },
                .on_exit_published = [this](const ProcessRef& r,
@@ -458,10 +459,13 @@ void RuntimeTaskService::connect(const CallInfo&, task::ConnectRequest request,
 
 // containerd sends Shutdown after every task delete (shim/shutdown_control.h): the shim
 // ends only when no keeper (these containers, a sandbox service's) keeps it.
+// The rule is applied before the reply: what it logs reaches containerd, which stops
+// reading the shim's log FIFO of that task once answered. The reply still goes out before
+// the shutdown sequence closes the connection (that sequence is posted).
 void RuntimeTaskService::shutdown(const CallInfo&, task::ShutdownRequest, Reply<Empty> reply) {
-  reply(Empty());  // goes out before the shutdown sequence closes the connection
   std::string kept = context_.shutdown.shutdown_if_unused();
   if (!kept.empty()) context_.logger.debug("shutdown: shim kept", {{"by", kept}});
+  reply(Empty());
 }
 
 }  // namespace shim

@@ -20,6 +20,7 @@
 
 #include <boost/json/value.hpp>
 
+#include "linux/cgroup_warmer.h"
 #include "shim/events/lifecycle_events.h"
 #include "shim/linux/oom_watcher.h"
 #include "shim/process/subscription.h"
@@ -118,6 +119,7 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
 
   ServiceContext& context_;
   std::unique_ptr<Runtime> runtime_;
+  CgroupMigrationWarmer cgroup_warmer_;  // each Create's init is about to change cgroup
   LifecycleEvents events_;
   OomWatcher oom_;
   Subscription exits_;

@@ -163,7 +163,8 @@ TEST_CASE("shim sharing: Reserve over ttrpc, from a live, an ending and a foreig
     return made;
   });
 
-  shim::Status reserved = shim::detail::reserve_shared_shim("unix://" + socket, "t1", 2000ms);
+  shim::Status reserved =
+      shim::detail::reserve_shared_shim("unix://" + socket, "t1", dir.path(), 2000ms);
   INFO(reserved.to_string());
   CHECK(reserved.ok());
   CHECK_THAT(io.run([&] { return control.why_kept(); }),
@@ -174,7 +175,7 @@ TEST_CASE("shim sharing: Reserve over ttrpc, from a live, an ending and a foreig
   }
 
   ending = true;
-  shim::Status refused = shim::detail::reserve_shared_shim(socket, "t2", 2000ms);
+  shim::Status refused = shim::detail::reserve_shared_shim(socket, "t2", "", 2000ms);
   CHECK(refused.code() == Code::kUnavailable);
   CHECK(refused.message() == "the shared shim is shutting down");
 
@@ -185,10 +186,10 @@ TEST_CASE("shim sharing: Reserve over ttrpc, from a live, an ending and a foreig
     REQUIRE(made->serve_path(other_socket).ok());
     return made;
   });
-  shim::Status foreign = shim::detail::reserve_shared_shim(other_socket, "t3", 2000ms);
+  shim::Status foreign = shim::detail::reserve_shared_shim(other_socket, "t3", "", 2000ms);
   CHECK(foreign.code() == Code::kUnimplemented);
 
-  shim::Status gone = shim::detail::reserve_shared_shim(dir.sub("none.sock"), "t4", 2000ms);
+  shim::Status gone = shim::detail::reserve_shared_shim(dir.sub("none.sock"), "t4", "", 2000ms);
   CHECK(gone.code() == Code::kUnavailable);
 
   io.run([&] {
