@@ -43,7 +43,7 @@ void CgroupMigrationWarmer::warm() {
   std::int64_t ended = state_->ended_ns.load();
   if (ended != 0 && steady_ns() - ended < std::chrono::nanoseconds(kStillWarm).count()) return;
   if (state_->busy.exchange(true)) return;
-  bool posted = pool_.post([state = state_] {
+  bool posted = pool_.post_brief([state = state_] {
     if (!state->looked) {  // one job at a time (busy), so no race on these two
       std::string text;
       if (read_file("/proc/self/cgroup", &text).ok()) state->procs_file = own_procs_file(text);

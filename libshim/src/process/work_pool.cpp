@@ -43,7 +43,11 @@ void WorkPool::start_thread() {
   ++idle_;  // counts as idle until it takes a job, so one post starts one thread
 }
 
-bool WorkPool::post(std::function<void()> job) {
+bool WorkPool::post(std::function<void()> job) { return enqueue({std::move(job), false}); }
+
+bool WorkPool::post_brief(std::function<void()> job) { return enqueue({std::move(job), true}); }
+
+bool WorkPool::enqueue(Job job) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
@@ -115,12 +119,12 @@ void WorkPool::run() {
   for (;;) {
     bool woke = work_cv_.wait_for(lock, idle_timeout_, [&] { return stopping_ || !jobs_.empty(); });
     if (jobs_.empty() && (stopping_ || !woke)) break;  // drained and stopping, or idle too long
-    std::function<void()> job = std::move(jobs_.front());
+    Job job = std::move(jobs_.front());
     jobs_.pop_front();
     --idle_;
     lock.unlock();
     try {
-      job();
+      job.run();
     } catch (...) {
       ++failed_jobs_;
       std::function<void(std::exception_ptr)> handler;
@@ -137,6 +141,7 @@ void WorkPool::run() {
     }
     lock.lock();
     ++idle_;
+    if (job.brief && live_ > 1 && jobs_.empty()) break;  // another thread stays for the rest
   }
   --idle_;
   --live_;

@@ -63,8 +63,8 @@ Status listen(const ShimFlags& flags, ttrpc::TtrpcServer& server, std::string* s
 // task could not share, if it could not.
 std::unique_ptr<ShimReservations> share_shim(boost::asio::any_io_executor executor,
                                              ShutdownSequence& shutdown, Logger& logger,
-                                             WorkPool& pool, const ServerOptions& options,
-                                             bool upgraded, ttrpc::Router& router) {
+                                             const ServerOptions& options, bool upgraded,
+                                             ttrpc::Router& router) {
   if (const char* why = std::getenv(kSharedFallbackEnv)) {
     logger.warn("shared shim not used, this task has a shim of its own", {{"reason", why}});
     ::unsetenv(kSharedFallbackEnv);
@@ -74,7 +74,7 @@ std::unique_ptr<ShimReservations> share_shim(boost::asio::any_io_executor execut
   shutdown.set_linger(*linger);
   auto reservations = std::make_unique<ShimReservations>(
       executor, shutdown, logger, [&shutdown] { return shutdown.ending(); },
-      options.log_to_fifo && options.log_sink == nullptr, kReserveWindow, &pool);
+      options.log_to_fifo && options.log_sink == nullptr);
   reservations->register_on(router);
   if (const char* first = std::getenv(kSharedFirstTaskEnv)) {
     if (!upgraded) (void)reservations->reserve(first);
@@ -286,7 +286,7 @@ int run_serve(const ShimFlags& flags, const ShimEnv& env, Manager& manager) {
     return 1;
   }
   std::unique_ptr<ShimReservations> reservations =
-      share_shim(executor, shutdown, logger, pool, options, incoming.has_value(), router);
+      share_shim(executor, shutdown, logger, options, incoming.has_value(), router);
   upgrade::LiveUpgrade live_upgrade(
       upgrade_setup(flags, manager, context, forwarder, *reaper, signalfd_reaper, services));
   live_upgrade.register_on(router);

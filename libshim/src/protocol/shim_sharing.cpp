@@ -116,15 +116,13 @@ std::optional<std::chrono::milliseconds> shared_linger_from_env() {
 
 ShimReservations::ShimReservations(boost::asio::any_io_executor executor, ShutdownControl& shutdown,
                                    Logger& logger, std::function<bool()> ending,
-                                   bool follow_log_fifo, std::chrono::milliseconds window,
-                                   WorkPool* pool)
+                                   bool follow_log_fifo, std::chrono::milliseconds window)
     : shutdown_(shutdown),
       logger_(logger),
       ending_(std::move(ending)),
       follow_log_fifo_(follow_log_fifo),
       window_(window),
-      timer_(executor),
-      warmer_(pool != nullptr ? std::make_unique<CgroupMigrationWarmer>(*pool) : nullptr) {
+      timer_(executor) {
   shutdown_.set_keeper(std::string(kKeeperName), [this] { return why_kept(); });
 }
 
@@ -185,7 +183,6 @@ void ShimReservations::on_reserve(pb::sharing::ReserveRequest request,
   if (!reserve(request.id())) {
     return reply.fail(Status(Code::kUnavailable, "the shared shim is shutting down"));
   }
-  if (warmer_) warmer_->warm();  // the Create comes in a few ms
   follow_log(request.bundle(), true);
   logger_.info("shared shim reserved", {{"id", request.id()}, {"window_ms", window_.count()}});
   pb::sharing::ReserveResponse response;

@@ -23,7 +23,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "linux/cgroup_warmer.h"
 #include "shim/logger.h"
 #include "shim/manager.h"
 #include "shim/pb/libshim/sharing.pb.h"
@@ -72,11 +71,9 @@ class ShimReservations {
   // `follow_log_fifo`, each Create points the daemon's stderr at its bundle's `log` FIFO,
   // which containerd reads for as long as that task exists, and so does a Reserve when
   // nobody reads the present one (its task is gone).
-  // With a `pool`, a Reserve also warms the cgroup migration of the Create it announces
-  // (linux/cgroup_warmer.h).
   ShimReservations(boost::asio::any_io_executor executor, ShutdownControl& shutdown, Logger& logger,
                    std::function<bool()> ending, bool follow_log_fifo,
-                   std::chrono::milliseconds window = kReserveWindow, WorkPool* pool = nullptr);
+                   std::chrono::milliseconds window = kReserveWindow);
   ~ShimReservations();  // removes the keeper
   ShimReservations(const ShimReservations&) = delete;
   ShimReservations& operator=(const ShimReservations&) = delete;
@@ -107,7 +104,6 @@ class ShimReservations {
   std::chrono::milliseconds window_;
   boost::asio::steady_timer timer_;
   std::map<std::string, std::chrono::steady_clock::time_point> reserved_;  // task -> until
-  std::unique_ptr<CgroupMigrationWarmer> warmer_;
 };
 
 }  // namespace shim::detail

@@ -142,3 +142,27 @@ TEST_CASE("WorkPool runs the thread-start hook first on threads started after it
   REQUIRE(pool.post([&] { later.set_value(hooks.load()); }));
   CHECK(later.get_future().get() == 1);
 }
+
+TEST_CASE("WorkPool: a brief job's thread leaves at once unless it is the last one", "[pool]") {
+  shim::WorkPool pool(2);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  REQUIRE(pool.post([released] { released.wait(); }));  // holds one thread
+  std::atomic<bool> brief_ran{false};
+  REQUIRE(pool.post_brief([&] { brief_ran = true; }));  // on a second thread
+  for (int i = 0; i < 200 && !(brief_ran && pool.thread_count() == 1); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(brief_ran);
+  CHECK(pool.thread_count() == 1);  // the brief job's thread left; the other stays
+  release.set_value();
+
+  // Alone, a brief job's thread stays for the next job, as any other.
+  std::atomic<bool> second_ran{false};
+  REQUIRE(pool.post_brief([&] { second_ran = true; }));
+  for (int i = 0; i < 200 && !second_ran; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(pool.thread_count() == 1);
+}

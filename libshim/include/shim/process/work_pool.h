@@ -43,6 +43,10 @@ class WorkPool {
   // their own errors; an exception escaping a job is counted and handed to the exception
   // handler, if one is set.
   bool post(std::function<void()> job);
+  // As post(), for a rare job that only waits (on the kernel): the thread that ran it
+  // leaves at once if another pool thread is alive, rather than staying idle for
+  // idle_timeout, so such a job does not raise the shim's thread count for long.
+  bool post_brief(std::function<void()> job);
 
   // Called on the pool thread with each exception that escapes a job (the shim's daemon
   // logs it). Set it before the first post().
@@ -74,7 +78,13 @@ class WorkPool {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable exited_cv_;
-  std::deque<std::function<void()>> jobs_;
+  struct Job {
+    std::function<void()> run;
+    bool brief = false;
+  };
+  bool enqueue(Job job);  // post() and post_brief()
+
+  std::deque<Job> jobs_;
   bool stopping_ = false;
   std::size_t live_ = 0;  // threads running run()
   std::size_t idle_ = 0;  // of those, waiting for a job
