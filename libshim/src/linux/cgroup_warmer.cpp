@@ -3,7 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <string_view>
+#include <vector>
 
 #include "shim/fs.h"
 #include "shim/linux/cgroup.h"
@@ -23,17 +24,31 @@ std::int64_t steady_ns() {
 
 CgroupMigrationWarmer::CgroupMigrationWarmer(WorkPool& pool) : pool_(pool) {}
 
-std::string CgroupMigrationWarmer::own_procs_file(const std::string& proc_cgroup,
-                                                  const std::string& root) {
-  ProcCgroup parsed;
-  if (!parse_proc_cgroup(proc_cgroup, &parsed).ok()) return "";
-  if (host_cgroup_version(root) == CgroupVersion::kV2) {
-    return parsed.has_unified ? fmt::format("{}{}/cgroup.procs", root, parsed.unified) : "";
+std::string CgroupMigrationWarmer::member_procs_file(const CgroupFs& fs, CgroupVersion version,
+                                                     int pid) {
+  CgroupPaths paths;
+  if (!load_cgroup(fs, version, pid, &paths).ok()) return "";
+  std::vector<std::string> dirs;
+  if (version == CgroupVersion::kV2) {
+    std::string type;
+    // A threaded cgroup's cgroup.procs would pull every thread into the leader's.
+    if (read_file(paths.unified + "/cgroup.type", &type).ok() && type.starts_with("threaded")) {
+      return "";
+    }
+    dirs = {paths.unified};
+  } else {
+    dirs = {paths.dir("pids"), paths.dir("memory"), paths.dir("cpu")};
   }
-  for (const char* controller : {"pids", "memory", "cpu"}) {
-    auto it = parsed.controllers.find(controller);
-    if (it != parsed.controllers.end()) {
-      return fmt::format("{}/{}{}/cgroup.procs", root, controller, it->second);
+  const std::string me = std::to_string(pid);
+  for (const std::string& dir : dirs) {
+    std::string procs;
+    if (dir.empty() || !read_file(dir + "/cgroup.procs", &procs).ok()) continue;
+    std::size_t at = 0;
+    while (at < procs.size()) {
+      std::size_t end = procs.find('\n', at);
+      if (end == std::string::npos) end = procs.size();
+      if (std::string_view(procs).substr(at, end - at) == me) return dir + "/cgroup.procs";
+      at = end + 1;
     }
   }
   return "";
@@ -44,21 +59,21 @@ void CgroupMigrationWarmer::warm() {
   if (ended != 0 && steady_ns() - ended < std::chrono::nanoseconds(kStillWarm).count()) return;
   if (state_->busy.exchange(true)) return;
   bool posted = pool_.post_brief([state = state_] {
-    if (!state->looked) {  // one job at a time (busy), so no race on these two
-      std::string text;
-      if (read_file("/proc/self/cgroup", &text).ok()) state->procs_file = own_procs_file(text);
-      state->looked = true;
-    }
-    if (!state->procs_file.empty()) {
-      int fd = ::open(state->procs_file.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        std::string pid = std::to_string(::getpid());
-        (void)!::write(fd, pid.data(), pid.size());  // the lock is what we are after
-        ::close(fd);
+    struct Done {  // whatever happens, the next warm() may run
+      State& state;
+      ~Done() {
+        state.ended_ns = steady_ns();
+        state.busy = false;
       }
-    }
-    state->ended_ns = steady_ns();
-    state->busy = false;
+    } done{*state};
+    const int pid = static_cast<int>(::getpid());
+    std::string procs = member_procs_file(CgroupFs{}, host_cgroup_version(), pid);
+    if (procs.empty()) return;
+    int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    std::string text = std::to_string(pid);
+    (void)!::write(fd, text.data(), text.size());  // the lock is what we are after
+    ::close(fd);
   });
   if (!posted) state_->busy = false;
 }

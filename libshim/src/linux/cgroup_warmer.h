@@ -4,9 +4,12 @@
 // (rcu_sync_enter): 7-15 ms measured on this project's test machine, cgroup v1 and v2
 // alike unless the hierarchy is mounted with favordynmods. Every Create migrates its
 // container's init, so it pays that wait in the middle of the Create. A no-op migration
-// started when a Create is known to come (the shim's own pid into its own cgroup) waits
-// for the grace period on a pool thread instead, and migrations stay fast for ~20 ms
-// after it.
+// started when a Create is known to come (the shim's own pid into the cgroup it is in)
+// waits for the grace period on a pool thread instead, and migrations stay fast for ~20
+// ms after it. (A pid that does not exist does not do it: this kernel looks the task up
+// before it takes the lock.) The cgroup is found again each time, as the Go shim loads
+// it (through mountinfo, for a shim in a cgroup namespace), and written only if its
+// cgroup.procs lists the shim's pid, so the write can never move the shim.
 //
 // Threading: warm() from any thread; the migration runs on the pool.
 #pragma once
@@ -16,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "shim/linux/cgroup.h"
 #include "shim/process/work_pool.h"
 
 namespace shim {
@@ -25,21 +29,19 @@ class CgroupMigrationWarmer {
   // `pool` must outlive the warmer's posted work (the daemon's pool does).
   explicit CgroupMigrationWarmer(WorkPool& pool);
 
-  // Posts one no-op migration unless one is under way or one ended in the last 10 ms (the
-  // fast path still holds). Best effort: a failure (no cgroup file, EBUSY) is ignored.
+  // Posts one no-op migration (after what the pool already has to do) unless one is
+  // under way or one ended in the last 10 ms (the fast path still holds). Best effort: no
+  // cgroup found, or a failed write (EBUSY), only means no warming.
   void warm();
 
-  // This process's own cgroup.procs (v2: the unified cgroup's; v1: the pids, memory or cpu
-  // hierarchy's), or "" if there is none. `proc_cgroup` is /proc/self/cgroup's text.
-  static std::string own_procs_file(const std::string& proc_cgroup,
-                                    const std::string& root = "/sys/fs/cgroup");
+  // The cgroup.procs that lists `pid` (v2: its unified cgroup's, unless threaded; v1: its
+  // pids, memory or cpu hierarchy's), as load_cgroup() finds them, or "" if none does.
+  static std::string member_procs_file(const CgroupFs& fs, CgroupVersion version, int pid);
 
  private:
   struct State {
     std::atomic<bool> busy{false};
     std::atomic<std::int64_t> ended_ns{0};  // steady clock
-    std::string procs_file;                 // found once, on the first warm()
-    bool looked = false;
   };
 
   WorkPool& pool_;

@@ -155,7 +155,6 @@ void RuntimeTaskService::create(const CallInfo&, task::CreateTaskRequest request
     return reply.fail(already_exists(fmt::format("container {}", request.id())));
   }
   creating_[request.id()] = events_.hold_exits();
-  cgroup_warmer_.warm();  // the grace period passes while the runtime gets ready
 
   auto work = [this, request, domain = next_pid_domain_++] {
     return create_on_pool(request, domain);
@@ -164,6 +163,7 @@ void RuntimeTaskService::create(const CallInfo&, task::CreateTaskRequest request
     finish_create(request, std::move(result), std::move(reply));
   };
   post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
+  cgroup_warmer_.warm();  // the grace period passes while the runtime gets ready
 }
 
 void RuntimeTaskService::finish_create(const task::CreateTaskRequest& request, CreateResult result,

@@ -1,21 +1,41 @@
-// The cgroup migration warmer (linux/cgroup_warmer.h): which cgroup.procs it writes to.
+// The cgroup migration warmer (linux/cgroup_warmer.h): the cgroup.procs it would write
+// to is one that lists the shim's pid, found as load_cgroup() finds it, or none.
+#include <filesystem>
+#include <fstream>
+
 #include <catch2/catch.hpp>
 
 #include "linux/cgroup_warmer.h"
 #include "support/temp_dir.h"
 
-TEST_CASE("cgroup warmer: its own cgroup.procs, v1 and none", "[cgroup-warmer]") {
-  shim::test::TempDir root("warm-");  // no cgroup2 mount: read as v1
-  const std::string v1 =
-      "12:pids:/libshim/shim\n"
-      "11:memory:/libshim/mem\n"
-      "4:cpu,cpuacct:/libshim/cpu\n"
-      "1:name=systemd:/s\n"
-      "0::/unified\n";
-  CHECK(shim::CgroupMigrationWarmer::own_procs_file(v1, root.path()) ==
-        root.path() + "/pids/libshim/shim/cgroup.procs");
-  CHECK(shim::CgroupMigrationWarmer::own_procs_file("4:cpu,cpuacct:/c\n", root.path()) ==
-        root.path() + "/cpu/c/cgroup.procs");
-  CHECK(shim::CgroupMigrationWarmer::own_procs_file("1:name=systemd:/s\n", root.path()).empty());
-  CHECK(shim::CgroupMigrationWarmer::own_procs_file("garbage", root.path()).empty());
+namespace {
+
+void write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+}  // namespace
+
+TEST_CASE("cgroup warmer: only a cgroup.procs that lists the pid", "[cgroup-warmer]") {
+  shim::test::TempDir tmp("warm-");
+  shim::CgroupFs fs{tmp.sub("cgroup"), tmp.sub("proc"), tmp.sub("hugepages")};
+  using shim::CgroupMigrationWarmer;
+  using shim::CgroupVersion;
+  write(fs.proc + "/42/cgroup", "8:pids:/shim\n4:memory:/shim\n0::/k8s/shim\n");
+  write(fs.proc + "/self/mountinfo",
+        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n");
+  write(fs.root + "/pids/shim/cgroup.procs", "7\n420\n");  // 42 is not in it
+  write(fs.root + "/memory/shim/cgroup.procs", "7\n42\n");
+  CHECK(CgroupMigrationWarmer::member_procs_file(fs, CgroupVersion::kV1, 42) ==
+        fs.root + "/memory/shim/cgroup.procs");
+  write(fs.root + "/memory/shim/cgroup.procs", "7\n");  // moved away meanwhile
+  CHECK(CgroupMigrationWarmer::member_procs_file(fs, CgroupVersion::kV1, 42).empty());
+
+  write(fs.root + "/k8s/shim/cgroup.procs", "42\n");
+  CHECK(CgroupMigrationWarmer::member_procs_file(fs, CgroupVersion::kV2, 42) ==
+        fs.root + "/k8s/shim/cgroup.procs");
+  write(fs.root + "/k8s/shim/cgroup.type", "threaded\n");  // would pull every thread in
+  CHECK(CgroupMigrationWarmer::member_procs_file(fs, CgroupVersion::kV2, 42).empty());
+  CHECK(CgroupMigrationWarmer::member_procs_file(fs, CgroupVersion::kV1, 43).empty());
 }
