@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +19,7 @@
 #include "shim/task_service.h"
 #include "shim/ttrpc/client.h"
 #include "socket/sha256.h"
+#include "socket/unix_listener.h"
 
 namespace shim::detail {
 namespace {
@@ -34,23 +33,13 @@ std::vector<std::string> keys_of(
   return keys;
 }
 
-// A non-blocking connect of our own: a shim whose backlog is full (it accepts nothing)
+// Our own dial, not the client's: a shim whose backlog is full (it accepts nothing)
 // answers EAGAIN, which is not "ending" (Unavailable, tried again) but wedged.
 Status dial_shared_shim(const std::string& address, int* fd) {
   std::string path;
   if (Status s = ttrpc::unix_socket_path(address, &path); !s.ok()) return s;
-  sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) {
-    return invalid_argument(fmt::format("shim socket path {} is too long", path));
-  }
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  *fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (*fd < 0) return errno_error("socket", errno);
-  if (::connect(*fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return {};
-  int err = errno;
-  ::close(*fd);
-  *fd = -1;
+  int err = 0;
+  if (Status s = dial_unix(path, fd, &err); !s.ok() || *fd >= 0) return s;
   if (err == EAGAIN) {
     return Status(Code::kResourceExhausted,
                   fmt::format("dial {}: its backlog is full (it accepts nothing)", path));

@@ -28,20 +28,24 @@ Status fill_address(const std::string& path, sockaddr_un* addr, socklen_t* len) 
   return {};
 }
 
-// True when something accepts connections at `path` right now. Non-blocking: a server
-// that stopped accepting (wedged) has a full backlog, where a blocking connect would wait
-// for good; EAGAIN means someone listens.
+// A non-blocking connect to `addr`: the connected fd, or -1 and *error its errno.
+int connect_nonblocking(const sockaddr_un& addr, socklen_t len, int* error) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0) {
+    *error = 0;
+    return fd;
+  }
+  *error = errno;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+// True when something accepts connections at `path` right now (see dial_unix).
 // *error: connect's errno when it is not.
 bool server_answers(const sockaddr_un& addr, socklen_t len, int* error) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *error = errno;
-    return false;
-  }
-  bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno == EAGAIN;
-  *error = live ? 0 : errno;
-  ::close(fd);
-  return live;
+  int fd = connect_nonblocking(addr, len, error);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0 || *error == EAGAIN;
 }
 
 bool same_file(const struct stat& a, const struct stat& b) {
@@ -107,24 +111,17 @@ Status remove_dead_socket(const std::string& path, bool* removed) {
     return errno == ENOENT ? Status() : errno_status("stat", path);
   }
   if (!S_ISSOCK(before.st_mode)) return invalid_argument(fmt::format("{} is not a socket", path));
-  // Non-blocking: a live server whose backlog is full would hold a blocking connect
-  // (and so the `delete` action, which containerd kills after 5 s); EAGAIN means alive.
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return errno_status("socket for", path);
-  int result = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len);
-  int err = errno;
-  ::close(fd);
-  if (result == 0 || err == EAGAIN) return {};  // a live server: not ours to remove
+  // Non-blocking (dial_unix): the `delete` action must not hang on a wedged shim, which
+  // containerd kills after 5 s.
+  int err = 0;
+  if (server_answers(addr, len, &err)) return {};  // a live server: not ours to remove
   if (err != ECONNREFUSED) {
     errno = err;
     return errno_status("probe", path);
   }
   // Same file as probed: a new shim of the group may have bound a fresh socket since.
   struct stat now {};
-  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino ||
-      now.st_dev != before.st_dev) {
-    return {};
-  }
+  if (::lstat(path.c_str(), &now) != 0 || !same_file(before, now)) return {};
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_status("remove", path);
   *removed = true;
   return {};
@@ -141,6 +138,14 @@ Status socket_path_of(int fd, std::string* path) {
     return invalid_argument(fmt::format("fd {} is not a unix socket", fd));
   }
   *path = addr.sun_path;  // NUL-terminated for path sockets
+  return {};
+}
+
+Status dial_unix(const std::string& path, int* fd, int* error) {
+  sockaddr_un addr;
+  socklen_t len = 0;
+  if (Status s = fill_address(path, &addr, &len); !s.ok()) return s;
+  *fd = connect_nonblocking(addr, len, error);
   return {};
 }
 

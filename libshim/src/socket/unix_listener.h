@@ -9,8 +9,8 @@
 namespace shim {
 
 enum class ListenOutcome {
-  kBound,   // a new listening socket; `fd` is valid
-  kInUse,   // a live server already answers at this path (shim reuse): `fd` is -1
+  kBound,  // a new listening socket; `fd` is valid
+  kInUse,  // a live server already answers at this path (shim reuse): `fd` is -1
 };
 
 struct ListenResult {
@@ -28,6 +28,13 @@ Status listen_unix(const std::string& path, ListenResult* result);
 // Only a socket file is removed, and only the one that was probed. *removed tells.
 // Nothing at `path` is not an error.
 Status remove_dead_socket(const std::string& path, bool* removed);
+
+// Connects to the socket at `path` without blocking: a server that accepts nothing (a
+// wedged shim) has a full backlog, where a blocking connect would wait for good. *fd: the
+// connected socket (O_CLOEXEC|O_NONBLOCK), or -1 with connect's errno in *error (EAGAIN:
+// someone listens, its backlog is full; ECONNREFUSED: nobody does; ENOENT: no socket).
+// Only a path that cannot be a socket address is an error.
+Status dial_unix(const std::string& path, int* fd, int* error);
 
 // Path of a listening AF_UNIX socket fd (getsockname), e.g. for removal at shutdown.
 Status socket_path_of(int fd, std::string* path);
