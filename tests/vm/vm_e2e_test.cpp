@@ -350,14 +350,15 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
   REQUIRE(shims.size() == 1);
   pid_t shim = shims[0];
   REQUIRE_FALSE(qemu_pids().empty());
+  auto events = s.fx.subscribe_events();
   REQUIRE(::kill(shim, SIGKILL) == 0);
-  // containerd sees the shim gone, runs `delete` and marks the task stopped.
-  bool gone = false;
-  for (int i = 0; i < 300 && !gone; ++i) {
-    gone = qemu_pids().empty() && s.task_status("victim") != "RUNNING";
-    if (!gone) ::usleep(100'000);
-  }
-  CHECK(gone);
+  // containerd sees the shim gone, runs `delete`, and only then publishes the task's
+  // exit (runtime/v2/shim.go cleanupAfterDeadShim). The task's status turns UNKNOWN at
+  // once, so it cannot tell that the delete action has finished.
+  REQUIRE(events->wait_for_line({"/tasks/exit", "\"victim\""}, 30s));
+  // SIGKILLed by the shim's parent-death signal or the delete action: gone soon after.
+  CHECK(wait_until([] { return qemu_pids().empty(); }, 10s));
+  CHECK(s.task_status("victim") != "RUNNING");
   s.fx.ctr({"task", "rm", "victim"});
   std::ifstream mounts("/proc/self/mountinfo");
   std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
