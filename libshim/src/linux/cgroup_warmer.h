@@ -2,14 +2,16 @@
 // threadgroup rwsem for writing (kernel/cgroup/cgroup.c, cgroup_attach_lock). When no
 // migration happened for about a grace period, that first waits for an RCU grace period
 // (rcu_sync_enter): 7-15 ms measured on this project's test machine, cgroup v1 and v2
-// alike unless the hierarchy is mounted with favordynmods. Every Create migrates its
-// container's init, so it pays that wait in the middle of the Create. A no-op migration
-// started when a Create is known to come (the shim's own pid into the cgroup it is in)
-// waits for the grace period on a pool thread instead, and migrations stay fast for ~20
-// ms after it. (A pid that does not exist does not do it: this kernel looks the task up
-// before it takes the lock.) The cgroup is found again each time, as the Go shim loads
-// it (through mountinfo, for a shim in a cgroup namespace), and written only if its
-// cgroup.procs lists the shim's pid, so the write can never move the shim.
+// alike unless the hierarchy is mounted with favordynmods. A runtime CLI (`runc create`,
+// `runc exec`) moves its process through cgroup.procs, so it pays that wait in the middle
+// of the Create or Exec. A no-op migration started just before the CLI runs (the shim's
+// own pid into the cgroup it is in; ContainerConfig::warm_cgroup_migration) waits for
+// the grace period on a pool thread instead, and migrations stay fast for ~20 ms after
+// it. (A child of libshim's spawner needs none on v1: it moves itself through `tasks`,
+// which skips the lock; process/child_container.cpp.) (A pid that does not exist does not do it:
+// this kernel looks the task up before it takes the lock.) The cgroup is found again each time, as
+// the Go shim loads it (through mountinfo, for a shim in a cgroup namespace), and written only if
+// its cgroup.procs lists the shim's pid, so the write can never move the shim.
 //
 // Threading: warm() from any thread; the migration runs on the pool.
 #pragma once

@@ -35,6 +35,8 @@ shim::Status CliInstance::create(const shim::ProcessStdio& stdio, std::uint32_t*
     restore_stdio_ = stdio;
     return {};
   }
+  // runc moves its init into the container's cgroup through cgroup.procs.
+  if (config_.warm_cgroup_migration) config_.warm_cgroup_migration();
   CreateArgs args{.console_socket = stdio.console_socket,
                   .no_pivot = options_.no_pivot_root(),
                   .no_new_keyring = options_.no_new_keyring()};
@@ -63,6 +65,8 @@ shim::Status CliInstance::restore(std::uint32_t* pid) {
 }
 
 shim::Status CliInstance::exec(const shim::ExecConfig& exec, std::uint32_t* pid) {
+  // runc moves the exec's process into the container's cgroup as it moves the init.
+  if (config_.warm_cgroup_migration) config_.warm_cgroup_migration();
   shim::Status status = runc_.exec(config_.id, exec.exec_id, exec.spec, exec.stdio.console_socket,
                                    runc_stdio(exec.stdio));
   if (!status.ok()) return status;

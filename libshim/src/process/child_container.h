@@ -24,6 +24,7 @@ class ChildContainer {
 
  private:
   const SpawnRequest* request_ = nullptr;
+  std::vector<std::string> cgroup_files_;  // see join_file() in the .cpp
   std::vector<const char*> cgroup_procs_;
   std::vector<int> namespace_types_;
   std::vector<int> namespace_fds_;

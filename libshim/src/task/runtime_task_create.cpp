@@ -68,6 +68,7 @@ RuntimeTaskService::CreateResult RuntimeTaskService::create_on_pool(
   auto holder = std::make_shared<InstanceHolder>();
   ContainerConfig& config = holder->config;
   config = container_config(request);
+  config.warm_cgroup_migration = [warmer = cgroup_warmer_]() mutable { warmer.warm(); };
   holder->pid_domain = pid_domain;
   config.events =
       std::make_shared<ReportedEvents>(context_.executor, reported_, pid_domain, config.id);
@@ -163,7 +164,6 @@ void RuntimeTaskService::create(const CallInfo&, task::CreateTaskRequest request
     finish_create(request, std::move(result), std::move(reply));
   };
   post_and_reply(context_.pool, context_.executor, std::move(work), std::move(done));
-  cgroup_warmer_.warm();  // the grace period passes while the runtime gets ready
 }
 
 void RuntimeTaskService::finish_create(const task::CreateTaskRequest& request, CreateResult result,

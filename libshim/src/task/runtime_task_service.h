@@ -119,7 +119,7 @@ class RuntimeTaskService final : public TaskService, public UpgradeParticipant {
 
   ServiceContext& context_;
   std::unique_ptr<Runtime> runtime_;
-  CgroupMigrationWarmer cgroup_warmer_;  // each Create's init is about to change cgroup
+  CgroupMigrationWarmer cgroup_warmer_;  // ContainerConfig::warm_cgroup_migration
   LifecycleEvents events_;
   OomWatcher oom_;
   Subscription exits_;

@@ -139,6 +139,7 @@ Status RuntimeTaskService::restore_container(const json::value& saved) {
     return s;
   const std::string id = container->id;
   holder->pid_domain = next_pid_domain_++;
+  holder->config.warm_cgroup_migration = [warmer = cgroup_warmer_]() mutable { warmer.warm(); };
   holder->config.events =
       std::make_shared<ReportedEvents>(context_.executor, reported_, holder->pid_domain, id);
   std::unique_ptr<Instance> instance;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -239,4 +240,31 @@ TEST_CASE("a child joins another process's pid and mount namespaces", "[spawner]
   plain.close_write();
   CHECK(plain.read_all() == std::to_string(third.pid) + "\n");
   shim_test::wait_for_child(third.pid);
+}
+
+// On cgroup v1 the child moves itself through the `tasks` file beside each cgroup.procs
+// (single-threaded then, it so skips the kernel's global threadgroup lock); where there
+// is none (v2) it writes cgroup.procs. Plain files stand in for the cgroups here.
+TEST_CASE("a child joins a v1 cgroup through its tasks file, a v2 one through cgroup.procs",
+          "[spawner][container]") {
+  shim::test::TempDir dir;
+  const std::string v1 = dir.path() + "/v1", v2 = dir.path() + "/v2";
+  for (const std::string& file : {v1 + "/cgroup.procs", v1 + "/tasks", v2 + "/cgroup.procs"}) {
+    std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+    std::ofstream(file).flush();
+  }
+  SpawnRequest request = container_shell("true", 2);
+  request.cgroup_procs = {v1 + "/cgroup.procs", v2 + "/cgroup.procs"};
+  SpawnedProcess child;
+  Status status = PosixSpawner().spawn(request, &child);
+  INFO(status.to_string());
+  REQUIRE(status.ok());
+  shim_test::wait_for_child(child.pid);
+  auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  CHECK(text(v1 + "/tasks") == "0");
+  CHECK(text(v1 + "/cgroup.procs").empty());
+  CHECK(text(v2 + "/cgroup.procs") == "0");
 }

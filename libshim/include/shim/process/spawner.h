@@ -132,7 +132,9 @@ struct SpawnRequest {
   // For runtimes that make containers without an OCI CLI (a fork server's children,
   // shim/process/fork_server.h), around the steps above:
   // First, before the namespaces: the cgroup.procs files the child writes itself into
-  // (a container's cgroup; on v1 one per controller), so it never runs outside it.
+  // (a container's cgroup; on v1 one per controller), so it never runs outside it. On
+  // v1 the child writes the `tasks` file beside each: still single-threaded, it so
+  // moves without the kernel's global lock and its RCU grace period.
   std::vector<std::string> cgroup_procs;
   // Namespace files the child enters after `join_pidfd`'s, each {CLONE_NEW* type, an
   // open fd of /proc/<pid>/ns/<type> or of a bind mount of one, like a CNI netns}.
