@@ -82,13 +82,14 @@ struct ContainerConfig {
   // set by libshim before Runtime::open(), never null there.
   std::shared_ptr<InstanceEvents> events;
   // Call right before a runtime CLI moves a process into the container's cgroup through
-  // cgroup.procs (libshim's CliInstance does before `runc create`). It returns at once
-  // and starts a no-op migration on the pool: the kernel's global threadgroup lock
-  // makes the first migration after a quiet spell wait for an RCU grace period (7-15 ms
-  // measured), which then passes while the CLI starts. Processes that join through the
-  // Spawner (SpawnRequest::cgroup_procs) need none: the no-op migration would only hold
-  // the kernel's cgroup mutex through that wait. Set by libshim; may be empty in a
-  // config it did not make.
+  // cgroup.procs (libshim's CliInstance does before `runc create`, `runc restore` and
+  // `runc exec`). From any thread; it never blocks: it starts a no-op migration on the
+  // pool. The kernel's global threadgroup lock makes the first migration after a quiet
+  // spell wait for an RCU grace period (7-15 ms measured), which then passes while the
+  // CLI starts. Processes that join through the Spawner (SpawnRequest::cgroup_procs)
+  // need none on cgroup v1, where they move without that lock: the no-op migration
+  // would only hold the kernel's cgroup mutex through that wait. Set by libshim; may be
+  // empty in a config it did not make.
   std::function<void()> warm_cgroup_migration;
 };
 

@@ -52,6 +52,7 @@ shim::Status CliInstance::start(std::uint32_t* pid) {
 // Go hands `runc restore` the create-time pipes (null IO: /dev/null; a terminal: none,
 // the pty comes through --console-socket) and never captures its output.
 shim::Status CliInstance::restore(std::uint32_t* pid) {
+  if (config_.warm_cgroup_migration) config_.warm_cgroup_migration();  // as create()
   RestoreArgs args = *restore_;
   args.console_socket = restore_stdio_.console_socket;
   if (shim::Status s = runc_.restore(config_.id, args, runc_stdio(restore_stdio_)); !s.ok())

@@ -148,10 +148,11 @@ Status child_error(const ChildErrorContext& context, const ChildReport& report) 
                                  context.parent_fds.at(index), context.child_fds.at(index),
                                  reason));
     case ChildStep::kCgroup:
-      return unknown(fmt::format(
-          "spawn {}: join cgroup {}: {}", request.path,
-          index < request.cgroup_procs.size() ? request.cgroup_procs[index] : std::string("?"),
-          reason));
+      return unknown(fmt::format("spawn {}: join cgroup {}: {}", request.path,
+                                 index < static_cast<std::size_t>(context.cgroup_file_count)
+                                     ? context.cgroup_files[index]
+                                     : "?",
+                                 reason));
     case ChildStep::kMount:
     case ChildStep::kRemount:
     case ChildStep::kPropagation:

@@ -18,6 +18,10 @@ struct ChildErrorContext {
   const std::vector<int>& parent_fds;  // the fd map, by report index (kFds)
   const std::vector<int>& child_fds;
   const std::vector<std::string>& candidates;  // the search's (kExec, kFoundRelative)
+  // The files the child wrote to join its cgroups (kCgroup): on v1 the `tasks` beside
+  // each of the request's cgroup_procs.
+  const char* const* cgroup_files = nullptr;
+  int cgroup_file_count = 0;
 };
 
 // A short name of `step` ("setuid", "chroot").

@@ -292,8 +292,10 @@ bool needs_fork(const SpawnRequest& request) {
 }
 
 ChildErrorContext error_context(const SpawnRequest& request, const FdPlan& fds,
-                                const ChildSettings& settings) {
-  return ChildErrorContext{request, fds.parent_fds, fds.child_fds, settings.candidates()};
+                                const ChildSettings& settings, const ChildPlan& plan) {
+  return ChildErrorContext{request,           fds.parent_fds,
+                           fds.child_fds,     settings.candidates(),
+                           plan.cgroup_procs, plan.cgroup_proc_count};
 }
 
 Status spawn_vforked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& fds,
@@ -309,7 +311,7 @@ Status spawn_vforked(const SpawnRequest& request, ChildPlan& plan, const FdPlan&
   if (plan.error_step != ChildStep::kNone) {
     if (pidfd >= 0) ::close(pidfd);
     reap_failed_child(pid);
-    return child_error(error_context(request, fds, settings),
+    return child_error(error_context(request, fds, settings, plan),
                        ChildReport{plan.error_step, plan.error_errno, plan.error_index});
   }
   process->handle = ProcessHandle(pid, pidfd);
@@ -350,7 +352,7 @@ Status spawn_forked(const SpawnRequest& request, ChildPlan& plan, const FdPlan& 
     reap_failed_child(pid);
     if (report.step == ChildStep::kNone)
       return unknown(fmt::format("spawn {}: the child died", request.path));
-    return child_error(error_context(request, fds, settings), report);
+    return child_error(error_context(request, fds, settings, plan), report);
   }
   process->handle = ProcessHandle(pid, pidfd);
   if (ready) {

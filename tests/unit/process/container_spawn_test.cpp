@@ -267,4 +267,13 @@ TEST_CASE("a child joins a v1 cgroup through its tasks file, a v2 one through cg
   CHECK(text(v1 + "/tasks") == "0");
   CHECK(text(v1 + "/cgroup.procs").empty());
   CHECK(text(v2 + "/cgroup.procs") == "0");
+
+  // A failure names the file the child wrote.
+  const std::string bad = dir.path() + "/bad";
+  std::filesystem::create_directories(bad + "/tasks");
+  std::ofstream(bad + "/cgroup.procs").flush();
+  request.cgroup_procs = {bad + "/cgroup.procs"};
+  status = PosixSpawner().spawn(request, &child);
+  CHECK(status.message() ==
+        fmt::format("spawn /bin/sh: join cgroup {}/tasks: Is a directory", bad));
 }
