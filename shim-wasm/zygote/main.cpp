@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "clean_mappings.h"
 #include "shim/process/fork_server.h"
 #include "wasmedge_api.h"
 
@@ -63,6 +64,8 @@ int main() {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
+  if (shim_wasm::release_clean_file_mappings(&error) < 0)
+    std::fprintf(stderr, "wasm zygote: %s (its RSS stays as loaded)\n", error.c_str());
   return shim::serve_forks(shim::kForkServerFd, [&api, vm](const shim::ForkedChild& child) {
     return run_module(api, vm, child);
   });
