@@ -17,6 +17,7 @@ struct Mapping {
   bool candidate = false;  // read-only and backed by a file
   long rss_kib = 0;
   long anonymous_kib = -1;  // -1: the field was missing (then never dropped)
+  long swap_kib = -1;
 };
 
 // "7f..-7f.. r-xp 00000000 08:01 1234   /usr/lib/...": a mapping's header line.
@@ -32,7 +33,8 @@ bool parse_header(const std::string& line, Mapping* out) {
   out->end = std::strtoul(range.c_str() + dash + 1, &end, 16);
   if (*end != '\0') return false;
   std::getline(fields >> std::ws, path);
-  // Shared mappings and writable ones may hold data of their own: never touched.
+  // Only what cannot have been written since it was mapped (shared mappings would lose
+  // nothing either, but nothing of the engine's is shared: left alone).
   out->candidate = perms[1] == '-' && perms[3] == 'p' && inode != "0" && path.starts_with('/');
   return true;
 }
@@ -43,9 +45,25 @@ long field_kib(const std::string& line, const char* name) {
   return std::strtol(line.c_str() + length + 1, nullptr, 10);
 }
 
+// The process's threads (/proc/self/status); -1 if unknown.
+int thread_count() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("Threads:")) return std::atoi(line.c_str() + 8);
+  }
+  return -1;
+}
+
 }  // namespace
 
 long release_clean_file_mappings(std::string* error) {
+  // Another thread could remap an address between the read and the madvise.
+  if (int threads = thread_count(); threads != 1) {
+    *error = threads < 0 ? "cannot read /proc/self/status"
+                         : "more than one thread: mappings could change under the scan";
+    return -1;
+  }
   std::ifstream smaps("/proc/self/smaps");
   if (!smaps) {
     *error = "cannot read /proc/self/smaps";
@@ -62,11 +80,13 @@ long release_clean_file_mappings(std::string* error) {
     if (mappings.empty()) continue;
     if (long kib = field_kib(line, "Rss"); kib >= 0) mappings.back().rss_kib = kib;
     if (long kib = field_kib(line, "Anonymous"); kib >= 0) mappings.back().anonymous_kib = kib;
+    if (long kib = field_kib(line, "Swap"); kib >= 0) mappings.back().swap_kib = kib;
   }
   long released = 0;
   for (const Mapping& m : mappings) {
-    // A page copied on write (a relocation) is Anonymous: dropping it would lose it.
-    if (!m.candidate || m.anonymous_kib != 0 || m.rss_kib == 0) continue;
+    // A page copied on write (a relocation) is Anonymous while resident and Swap once
+    // swapped out: dropping either would lose it.
+    if (!m.candidate || m.anonymous_kib != 0 || m.swap_kib != 0 || m.rss_kib == 0) continue;
     if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0)
       released += m.rss_kib;
   }

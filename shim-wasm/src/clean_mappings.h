@@ -6,8 +6,8 @@
 // cache (reclaimable once unmapped); whoever runs them again faults them back in, as
 // each forked child does anyway (a fork copies no page-table entries of such mappings).
 //
-// Threading: call while no other thread maps, unmaps or mprotects memory (the zygote has
-// one thread), or a mapping could change between the check and the madvise.
+// Threading: a single-threaded process only (the zygote, before it serves): another
+// thread could remap an address between the scan and the madvise. It refuses otherwise.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +15,9 @@
 
 namespace shim_wasm {
 
-// MADV_DONTNEED over each such mapping of /proc/self/smaps. Returns the KiB of RSS
-// released; -1 with *error when smaps cannot be read.
+// MADV_DONTNEED over each such mapping of /proc/self/smaps (no Anonymous and no Swap
+// pages). Returns the KiB of RSS released; -1 with *error when smaps cannot be read or
+// the process has more than one thread.
 long release_clean_file_mappings(std::string* error);
 
 }  // namespace shim_wasm

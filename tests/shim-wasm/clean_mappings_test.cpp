@@ -1,12 +1,17 @@
 // release_clean_file_mappings (shim-wasm/src/clean_mappings.h): drops the page-table
-// entries of read-only file mappings with no page of their own, and nothing else.
+// entries of read-only file mappings with no page of their own, and nothing else. The
+// call runs in a forked child, single-threaded as the zygote is.
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
@@ -14,6 +19,7 @@
 #include "clean_mappings.h"
 #include "shim/fs.h"
 #include "support/temp_dir.h"
+#include "unit/process/child_wait.h"
 
 namespace {
 
@@ -44,9 +50,8 @@ TEST_CASE("the zygote drops its mappings of clean read-only file pages, and only
   std::string bytes(size, '\0');
   for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 7);
   REQUIRE(shim::write_file(file, bytes, 0644).ok());
-  FILE* f = std::fopen(file.c_str(), "r");
-  REQUIRE(f != nullptr);
-  int fd = ::fileno(f);
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
 
   // Read-only and clean: every page faulted in, then dropped.
   auto* code = static_cast<const char*>(::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0));
@@ -55,26 +60,56 @@ TEST_CASE("the zygote drops its mappings of clean read-only file pages, and only
     volatile char byte = code[i];  // each page read
     (void)byte;
   }
-  CHECK(rss_kib(code) == 1024);
-
-  // Read-only now, but a page of its own (written before mprotect, as a relocation is):
-  // kept, with what was written.
+  // Read-only now, but with pages of its own (written before mprotect, as a relocation
+  // is): kept, with what was written.
   auto* relocated =
       static_cast<char*>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
   REQUIRE(relocated != MAP_FAILED);
   for (std::size_t i = 0; i < size; i += 4096) relocated[i] = 'R';
   REQUIRE(::mprotect(relocated, size, PROT_READ) == 0);
+  ::close(fd);
+  CHECK(rss_kib(code) == 1024);
 
-  std::string error;
-  long released = shim_wasm::release_clean_file_mappings(&error);
-  INFO(error);
+  // The child reports: released KiB, the two mappings' Rss after, whether the clean one
+  // reads back unchanged and whether the written one kept its bytes.
+  int report[2];
+  REQUIRE(::pipe2(report, O_CLOEXEC) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::string error;
+    long released = shim_wasm::release_clean_file_mappings(&error);
+    long code_rss = rss_kib(code);
+    bool same = std::memcmp(code, bytes.data(), size) == 0;
+    bool kept = true;
+    for (std::size_t i = 0; i < size; i += 4096) kept = kept && relocated[i] == 'R';
+    std::string line = fmt::format("{} {} {:d} {} {:d} {}", released, code_rss, same,
+                                   rss_kib(relocated), kept, error.empty() ? "-" : error);
+    (void)!::write(report[1], line.data(), line.size());
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string line = shim_test::read_to_end(report[0]);
+  ::close(report[0]);
+  shim_test::wait_for_child(child);
+  long released = -1, code_rss = -1, relocated_rss = -1;
+  int same = 0, kept = 0;
+  char error[64] = {};
+  REQUIRE(std::sscanf(line.c_str(), "%ld %ld %d %ld %d %63s", &released, &code_rss, &same,
+                      &relocated_rss, &kept, error) == 6);
+  CHECK(std::string(error) == "-");
   CHECK(released >= 1024);
-  CHECK(rss_kib(code) == 0);
-  CHECK(std::memcmp(code, bytes.data(), size) == 0);  // faulted back in, unchanged
-  CHECK(rss_kib(relocated) == 1024);
-  for (std::size_t i = 0; i < size; i += 4096) CHECK(relocated[i] == 'R');
+  CHECK(code_rss == 0);
+  CHECK(same == 1);  // faulted back in, unchanged
+  CHECK(relocated_rss == 1024);
+  CHECK(kept == 1);
+
+  // With a second thread it refuses.
+  std::string refused;
+  std::thread other([&] { CHECK(shim_wasm::release_clean_file_mappings(&refused) == -1); });
+  other.join();
+  CHECK(refused == "more than one thread: mappings could change under the scan");
 
   ::munmap(const_cast<char*>(code), size);
   ::munmap(relocated, size);
-  std::fclose(f);
 }

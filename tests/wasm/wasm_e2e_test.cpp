@@ -333,11 +333,16 @@ TEST_CASE("wasm: a shared shim that ends or is wedged never fails the next conta
     }
     return false;
   };
-  CHECK(shims_settle_at(0));
+  // Where it does not, the shims' log says what kept them (a reservation, a task).
+  bool settled = shims_settle_at(0);
+  if (!settled) UNSCOPED_INFO(s.fx.log_tail(80));
+  CHECK(settled);
 
   // A shared shim that does not answer: the next container gets a shim of its own.
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/spin.wasm"})).ok());
-  REQUIRE(shims_settle_at(1));
+  settled = shims_settle_at(1);
+  if (!settled) UNSCOPED_INFO(s.fx.log_tail(80));
+  REQUIRE(settled);
   const pid_t wedged = shared_shims(s.fx).at(0);
   REQUIRE(::kill(wedged, SIGSTOP) == 0);
   struct Resume {

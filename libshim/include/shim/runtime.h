@@ -88,8 +88,9 @@ struct ContainerConfig {
   // spell wait for an RCU grace period (7-15 ms measured), which then passes while the
   // CLI starts. Processes that join through the Spawner (SpawnRequest::cgroup_procs)
   // need none on cgroup v1, where they move without that lock: the no-op migration
-  // would only hold the kernel's cgroup mutex through that wait. Set by libshim; may be
-  // empty in a config it did not make.
+  // would only hold the kernel's cgroup mutex through that wait. (On v2 they write
+  // cgroup.procs and may wait; the task tier does not warm for them.) Set by libshim;
+  // may be empty in a config it did not make.
   std::function<void()> warm_cgroup_migration;
 };
 

@@ -15,7 +15,8 @@ namespace shim::spawn {
 class ChildContainer {
  public:
   // Checks `request`'s container fields (InvalidArgument naming the field), parses the
-  // mounts' options and resolves and creates their targets inside its root.
+  // mounts' options and resolves and creates their targets inside its root. Once per
+  // object.
   Status prepare(const SpawnRequest& request);
   // Points `plan`'s container fields at this object's storage.
   void fill(ChildPlan* plan) const;
