@@ -11,6 +11,8 @@
 // it) and its env the module's environment. The container's root is the module's
 // preopened "/". Exit status: the module's WASI exit code; 134 when it trapped or could
 // not run (the engine has logged why, to stdout as its CLI does).
+#include <poll.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -64,9 +66,20 @@ int main() {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
-  if (shim_wasm::release_clean_file_mappings(&error) < 0)
-    std::fprintf(stderr, "wasm zygote: %s (its RSS stays as loaded)\n", error.c_str());
-  return shim::serve_forks(shim::kForkServerFd, [&api, vm](const shim::ForkedChild& child) {
-    return run_module(api, vm, child);
-  });
+  // Once the first child is made and no request came for 100 ms: the scan takes ~3 ms
+  // of CPU, which neither that container's start nor a shim that serves one container
+  // and ends (a shim of its own) should pay.
+  bool released = false;
+  return shim::serve_forks(
+      shim::kForkServerFd,
+      [&api, vm](const shim::ForkedChild& child) { return run_module(api, vm, child); },
+      [&released] {
+        if (released) return;
+        pollfd control{shim::kForkServerFd, POLLIN, 0};
+        if (::poll(&control, 1, 100) != 0) return;  // a request (or EOF) to serve first
+        released = true;
+        std::string why;
+        if (shim_wasm::release_clean_file_mappings(&why) < 0)
+          std::fprintf(stderr, "wasm zygote: %s (its RSS stays as loaded)\n", why.c_str());
+      });
 }

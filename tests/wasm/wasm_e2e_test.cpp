@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -333,15 +334,28 @@ TEST_CASE("wasm: a shared shim that ends or is wedged never fails the next conta
     }
     return false;
   };
-  // Where it does not, the shims' log says what kept them (a reservation, a task).
+  // Where it does not, the shims left and the log's non-debug lines say what kept them.
+  auto why_not_settled = [&s] {
+    std::string text;
+    for (pid_t pid : shared_shims(s.fx)) {
+      std::string cmdline;
+      if (read_file(fmt::format("/proc/{}/cmdline", pid), &cmdline).ok())
+        std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      text += fmt::format("left: {} {}\n", pid, cmdline);
+    }
+    std::istringstream lines(s.fx.log_tail(2000));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("level=debug") == std::string::npos) text += line + "\n";
+    return text;
+  };
   bool settled = shims_settle_at(0);
-  if (!settled) UNSCOPED_INFO(s.fx.log_tail(80));
+  if (!settled) UNSCOPED_INFO(why_not_settled());
   CHECK(settled);
 
   // A shared shim that does not answer: the next container gets a shim of its own.
   REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/spin.wasm"})).ok());
   settled = shims_settle_at(1);
-  if (!settled) UNSCOPED_INFO(s.fx.log_tail(80));
+  if (!settled) UNSCOPED_INFO(why_not_settled());
   REQUIRE(settled);
   const pid_t wedged = shared_shims(s.fx).at(0);
   REQUIRE(::kill(wedged, SIGSTOP) == 0);

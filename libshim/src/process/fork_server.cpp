@@ -197,7 +197,8 @@ Status ForkServer::spawn(const SpawnRequest& request, std::string_view payload,
   return {};
 }
 
-int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry) {
+int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
+                std::function<void()> after_answer) {
   if (int threads = thread_count(); threads != 1) {
     std::fprintf(stderr, "fork server: %d threads; a fork copies only one, so it cannot serve\n",
                  threads);
@@ -222,6 +223,8 @@ int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry) {
       continue;
     }
     serve_one(spawner, bytes, received, entry);
+    received.clear();  // the answer socket closed: the shim's spawn() returns now
+    if (after_answer) after_answer();
   }
 }
 

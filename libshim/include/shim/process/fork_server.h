@@ -83,6 +83,9 @@ class ForkServer {
 // spawning each child with `entry` as its run_in_child. Returns 0 at EOF; 1 when it
 // cannot serve (more than one thread, a broken control socket), after saying why on
 // stderr. `entry` runs only in the children; what it returns is the child's exit status.
-int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry);
+// `after_answer`, if any, runs in the server after each request was answered: slow
+// housekeeping there waits for no child (the first container is not held up by it).
+int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
+                std::function<void()> after_answer = {});
 
 }  // namespace shim
