@@ -6,7 +6,7 @@
 // cache (reclaimable once unmapped); whoever runs them again faults them back in, as
 // each forked child does anyway (a fork copies no page-table entries of such mappings).
 //
-// Threading: a single-threaded process only (the zygote, before it serves): another
+// Threading: a single-threaded process only (the zygote, between requests): another
 // thread could remap an address between the scan and the madvise. It refuses otherwise.
 #pragma once
 
