@@ -50,9 +50,16 @@ std::vector<std::string> controllers_of(const std::string& hierarchy) {
   return out;
 }
 
+bool blank(std::string_view text) {
+  return text.find_first_not_of(" \t\n") == std::string_view::npos;
+}
+
 // mkdir -p `path` below `base` (which exists); the leaf, when new, in *created (levels
 // above it may be shared with other containers: runc leaves them too).
-// cpuset: a new level starts with empty cpus and mems, which no process may join.
+// cpuset: a new level starts with empty cpus and mems, which no process may join (ENOSPC).
+// A level that exists may be one another Create made a moment ago and has not filled
+// yet, so each level's empty ones take the parent's values, as runc's
+// cpusetCopyIfNeeded does (libcontainer/cgroups/fs/cpuset.go).
 Status make_levels(const std::string& base, const std::string& path, bool cpuset,
                    std::vector<std::string>* created) {
   std::string dir = base;
@@ -62,13 +69,14 @@ Status make_levels(const std::string& base, const std::string& path, bool cpuset
     std::string parent = dir;
     dir += "/" + path.substr(pos, slash - pos);
     pos = slash + 1;
-    if (::mkdir(dir.c_str(), 0755) < 0) {
-      if (errno == EEXIST) continue;
+    bool made = ::mkdir(dir.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST)
       return unknown(fmt::format("cgroup: mkdir {}: {}", dir, std::strerror(errno)));
-    }
-    if (slash == path.size()) created->push_back(dir);
+    if (made && slash == path.size()) created->push_back(dir);
     if (!cpuset) continue;
     for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+      std::string own;
+      if (!made && (!go_read_file(dir + "/" + file, &own).ok() || !blank(own))) continue;
       std::string value;
       if (go_read_file(parent + "/" + file, &value).ok()) {
         if (Status s = write_control_file(dir + "/" + file, value); !s.ok()) return s;

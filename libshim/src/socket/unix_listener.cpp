@@ -1,6 +1,7 @@
 #include "socket/unix_listener.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -56,6 +57,34 @@ Status errno_status(std::string_view op, const std::string& path) {
   return errno_error(fmt::format("{} {}", op, path), errno);
 }
 
+// A socket bound but not listening yet refuses connections as a dead one does: a start
+// that probed in that window removed a shim's fresh socket and bound its own (two shims
+// of one group, one of them unreachable: seen in CI). So making a socket (bind to
+// listen) and judging one dead (probe to unlink) hold an exclusive flock on the socket's
+// directory, for a few system calls. Best effort: a directory that cannot be locked
+// leaves the old race, no failure.
+class SocketDirLock {
+ public:
+  explicit SocketDirLock(const std::string& path) {
+    auto slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) return;
+    int rc;
+    do {
+      rc = ::flock(fd_, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+  }
+  ~SocketDirLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  SocketDirLock(const SocketDirLock&) = delete;
+  SocketDirLock& operator=(const SocketDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 Status listen_unix(const std::string& path, ListenResult* result) {
@@ -66,6 +95,7 @@ Status listen_unix(const std::string& path, ListenResult* result) {
   if (slash != std::string::npos && slash > 0) {
     if (Status s = make_dirs(path.substr(0, slash), 0700); !s.ok()) return s;
   }
+  SocketDirLock lock(path);
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return errno_status("socket for", path);
@@ -111,6 +141,7 @@ Status remove_dead_socket(const std::string& path, bool* removed) {
     return errno == ENOENT ? Status() : errno_status("stat", path);
   }
   if (!S_ISSOCK(before.st_mode)) return invalid_argument(fmt::format("{} is not a socket", path));
+  SocketDirLock lock(path);  // no start is between bind and listen meanwhile
   // Non-blocking (dial_unix): the `delete` action must not hang on a wedged shim, which
   // containerd kills after 5 s.
   int err = 0;

@@ -127,3 +127,33 @@ TEST_CASE("container cgroup: what it cannot make or apply, and nothing is left",
 }
 
 }  // namespace
+
+// Two Creates under one new parent: the one that finds the parent made by the other may
+// find its cpuset.cpus and .mems still empty, and a process cannot join a cpuset below
+// it (ENOSPC, seen in CI). Each existing level's empty ones take their parent's values.
+TEST_CASE("container cgroup v1: cpuset levels another Create left empty are filled",
+          "[cgroup][container-cgroup]") {
+  shim::test::TempDir dir("cg-");
+  std::string root = dir.path();
+  touch(root + "/cpuset/cpuset.cpus", "0-1\n");
+  touch(root + "/cpuset/cpuset.mems", "0\n");
+  // The parent as the other Create made it (the kernel's empty files), not filled yet;
+  // the leaf as the kernel would make it (no kernel here: it exists beforehand).
+  touch(root + "/cpuset/ns/cpuset.cpus", "\n");
+  touch(root + "/cpuset/ns/cpuset.mems", "\n");
+  touch(root + "/cpuset/ns/c1/cpuset.cpus", "\n");
+  touch(root + "/cpuset/ns/c1/cpuset.mems", "\n");
+  // A level whose values were set is left as it is.
+  touch(root + "/cpuset/ns/c1/keep/cpuset.cpus", "1\n");
+  touch(root + "/cpuset/ns/c1/keep/cpuset.mems", "0\n");
+  shim::ContainerCgroup cgroup;
+  shim::Status s = shim::ContainerCgroup::create(shim::CgroupFs{root}, shim::CgroupVersion::kV1,
+                                                 "/ns/c1/keep", json::object(), &cgroup);
+  INFO(s.to_string());
+  REQUIRE(s.ok());
+  CHECK(read(root + "/cpuset/ns/cpuset.cpus") == "0-1\n");
+  CHECK(read(root + "/cpuset/ns/cpuset.mems") == "0\n");
+  CHECK(read(root + "/cpuset/ns/c1/cpuset.cpus") == "0-1\n");
+  CHECK(read(root + "/cpuset/ns/c1/cpuset.mems") == "0\n");
+  CHECK(read(root + "/cpuset/ns/c1/keep/cpuset.cpus") == "1\n");
+}
