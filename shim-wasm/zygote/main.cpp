@@ -11,8 +11,6 @@
 // it) and its env the module's environment. The container's root is the module's
 // preopened "/". Exit status: the module's WASI exit code; 134 when it trapped or could
 // not run (the engine has logged why, to stdout as its CLI does).
-#include <poll.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -66,18 +64,14 @@ int main() {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
-  // Once the first child is made and no request came for 100 ms: the scan takes ~3 ms
-  // of CPU, which neither that container's start nor a shim that serves one container
-  // and ends (a shim of its own) should pay.
-  bool released = false;
+  // Once no request came for 100 ms (after the first Create, which the shim sends at
+  // once, or at start in a shim that runs no module): the scan takes ~3 ms of CPU,
+  // which neither a container's start nor a shim that serves one container and ends (a
+  // shim of its own) should pay.
   return shim::serve_forks(
       shim::kForkServerFd,
       [&api, vm](const shim::ForkedChild& child) { return run_module(api, vm, child); },
-      [&released] {
-        if (released) return;
-        pollfd control{shim::kForkServerFd, POLLIN, 0};
-        if (::poll(&control, 1, 100) != 0) return;  // a request (or EOF) to serve first
-        released = true;
+      [] {
         std::string why;
         if (shim_wasm::release_clean_file_mappings(&why) < 0)
           std::fprintf(stderr, "wasm zygote: %s (its RSS stays as loaded)\n", why.c_str());

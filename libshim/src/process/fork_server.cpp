@@ -197,8 +197,19 @@ Status ForkServer::spawn(const SpawnRequest& request, std::string_view payload,
   return {};
 }
 
+namespace {
+
+// Waits up to `timeout` for a request on `control_fd`: true when none came (nor EOF).
+bool idle_for(int control_fd, std::chrono::milliseconds timeout) {
+  pollfd control{control_fd, POLLIN, 0};
+  int n = ::poll(&control, 1, static_cast<int>(timeout.count()));
+  return n == 0;  // EINTR or an error: not idle; the receive below tells
+}
+
+}  // namespace
+
 int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
-                std::function<void()> after_answer) {
+                std::function<void()> when_idle, std::chrono::milliseconds idle_after) {
   if (int threads = thread_count(); threads != 1) {
     std::fprintf(stderr, "fork server: %d threads; a fork copies only one, so it cannot serve\n",
                  threads);
@@ -206,6 +217,10 @@ int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
   }
   PosixSpawner spawner;
   for (;;) {
+    if (when_idle && idle_for(control_fd, idle_after)) {
+      when_idle();
+      when_idle = nullptr;  // once
+    }
     std::string bytes;
     std::vector<UniqueFd> received;
     int error = receive_message(control_fd, &bytes, &received);
@@ -223,8 +238,6 @@ int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
       continue;
     }
     serve_one(spawner, bytes, received, entry);
-    received.clear();  // the answer socket closed: the shim's spawn() returns now
-    if (after_answer) after_answer();
   }
 }
 

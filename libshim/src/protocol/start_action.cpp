@@ -4,10 +4,12 @@
 //
 // stdout carries only the answer and stderr nothing on success: containerd reads the
 // combined output and waits for EOF on it, so the daemon gets /dev/null for 0-2.
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <optional>
 
 #include <fmt/format.h>
@@ -176,12 +178,20 @@ Status launch(const StartContext& ctx, const DaemonOptions& options, const Group
   return status;
 }
 
-// On any error after the daemon was spawned: kill it and remove its socket.
+// On any error after the daemon was spawned: kill it and remove its socket, once it is
+// gone (its pidfd readable, up to 1 s) and only if nothing answers there: a racing start
+// may have bound a socket of its own at the path by then (remove_dead_socket).
 int abort_start(Manager& manager, const Status& status, SpawnedProcess& daemon,
                 const std::string& socket_path, bool keep_daemon = false) {
   if (daemon.pid > 0 && !keep_daemon) {
     daemon.handle.signal(SIGKILL).ignore_error();  // it may have exited already
-    ::unlink(socket_path.c_str());
+    if (daemon.handle.has_pidfd()) {
+      pollfd gone{daemon.handle.pidfd(), POLLIN, 0};
+      while (::poll(&gone, 1, 1000) < 0 && errno == EINTR) {
+      }
+    }
+    bool removed = false;
+    remove_dead_socket(socket_path, &removed).ignore_error();  // best effort, as before
   }
   return fail(manager, status);
 }

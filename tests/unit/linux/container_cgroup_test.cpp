@@ -138,14 +138,14 @@ TEST_CASE("container cgroup v1: cpuset levels another Create left empty are fill
   touch(root + "/cpuset/cpuset.cpus", "0-1\n");
   touch(root + "/cpuset/cpuset.mems", "0\n");
   // The parent as the other Create made it (the kernel's empty files), not filled yet;
-  // the leaf as the kernel would make it (no kernel here: it exists beforehand).
+  // the middle level too; the leaf as the kernel would make it (no kernel here: it
+  // exists beforehand), with values set.
   touch(root + "/cpuset/ns/cpuset.cpus", "\n");
   touch(root + "/cpuset/ns/cpuset.mems", "\n");
   touch(root + "/cpuset/ns/c1/cpuset.cpus", "\n");
   touch(root + "/cpuset/ns/c1/cpuset.mems", "\n");
-  // A level whose values were set is left as it is.
   touch(root + "/cpuset/ns/c1/keep/cpuset.cpus", "1\n");
-  touch(root + "/cpuset/ns/c1/keep/cpuset.mems", "0\n");
+  touch(root + "/cpuset/ns/c1/keep/cpuset.mems", "7\n");
   shim::ContainerCgroup cgroup;
   shim::Status s = shim::ContainerCgroup::create(shim::CgroupFs{root}, shim::CgroupVersion::kV1,
                                                  "/ns/c1/keep", json::object(), &cgroup);
@@ -156,4 +156,5 @@ TEST_CASE("container cgroup v1: cpuset levels another Create left empty are fill
   CHECK(read(root + "/cpuset/ns/c1/cpuset.cpus") == "0-1\n");
   CHECK(read(root + "/cpuset/ns/c1/cpuset.mems") == "0\n");
   CHECK(read(root + "/cpuset/ns/c1/keep/cpuset.cpus") == "1\n");
+  CHECK(read(root + "/cpuset/ns/c1/keep/cpuset.mems") == "7\n");
 }

@@ -83,9 +83,12 @@ class ForkServer {
 // spawning each child with `entry` as its run_in_child. Returns 0 at EOF; 1 when it
 // cannot serve (more than one thread, a broken control socket), after saying why on
 // stderr. `entry` runs only in the children; what it returns is the child's exit status.
-// `after_answer`, if any, runs in the server after each request was answered: slow
-// housekeeping there waits for no child (the first container is not held up by it).
+// `when_idle`, if any, runs once in the server, the first time no request came for
+// `idle_after` (at start or between requests): slow housekeeping there holds up no
+// container's start. A request that arrives meanwhile waits for it; it must not read
+// the control socket.
 int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
-                std::function<void()> after_answer = {});
+                std::function<void()> when_idle = {},
+                std::chrono::milliseconds idle_after = std::chrono::milliseconds(100));
 
 }  // namespace shim
