@@ -137,9 +137,9 @@ TEST_CASE("container cgroup v1: cpuset levels another Create left empty are fill
   std::string root = dir.path();
   touch(root + "/cpuset/cpuset.cpus", "0-1\n");
   touch(root + "/cpuset/cpuset.mems", "0\n");
-  // The parent as the other Create made it (the kernel's empty files), not filled yet;
-  // the middle level too; the leaf as the kernel would make it (no kernel here: it
-  // exists beforehand), with values set.
+  // The parent as the other Create made it (the kernel's empty files), not filled yet,
+  // and the middle level too. The leaf exists beforehand (no kernel here to make its
+  // files) with values someone set: they are kept.
   touch(root + "/cpuset/ns/cpuset.cpus", "\n");
   touch(root + "/cpuset/ns/cpuset.mems", "\n");
   touch(root + "/cpuset/ns/c1/cpuset.cpus", "\n");
