@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -189,6 +190,10 @@ int abort_start(Manager& manager, const Status& status, SpawnedProcess& daemon,
       pollfd gone{daemon.handle.pidfd(), POLLIN, 0};
       while (::poll(&gone, 1, 1000) < 0 && errno == EINTR) {
       }
+    } else {
+      // No pidfd (before Linux 5.3): it is this process's child, so reap it, up to 1 s.
+      for (int i = 0; i < 100 && ::waitpid(daemon.pid, nullptr, WNOHANG) == 0; ++i)
+        ::usleep(10'000);
     }
     bool removed = false;
     remove_dead_socket(socket_path, &removed).ignore_error();  // best effort, as before

@@ -4,12 +4,15 @@
 // the children are reaped by pid here. The server itself runs under containerd in the
 // Wasm shim's tests (tests/wasm).
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -20,6 +23,7 @@
 #include "process/posix_spawner.h"
 #include "shim/fs.h"
 #include "shim/linux/container_cgroup.h"
+#include "shim/process/fork_server.h"
 #include "support/busybox_rootfs.h"
 #include "support/temp_dir.h"
 #include "unit/process/child_wait.h"
@@ -171,3 +175,33 @@ TEST_CASE("a container child: its cgroup, hostname, mounts and a root pivoted in
 }
 
 }  // namespace
+
+// serve_forks' when_idle runs once, the first time no request came for idle_after, and
+// the loop ends (0) when the shim closes the control socket. The server runs in a
+// forked child: it must be single-threaded.
+TEST_CASE("a fork server runs its idle work once when no request comes, and ends at EOF",
+          "[fork-server]") {
+  int control[2], idle[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) == 0);
+  REQUIRE(::pipe2(idle, O_CLOEXEC) == 0);
+  pid_t server = ::fork();
+  REQUIRE(server >= 0);
+  if (server == 0) {
+    ::close(control[0]);
+    ::close(idle[0]);
+    int code = shim::serve_forks(
+        control[1], [](const shim::ForkedChild&) { return 0; },
+        [&] { (void)!::write(idle[1], "i", 1); }, std::chrono::milliseconds(50));
+    ::_exit(code);
+  }
+  ::close(control[1]);
+  ::close(idle[1]);
+  pollfd ready{idle[0], POLLIN, 0};
+  CHECK(::poll(&ready, 1, 5000) == 1);            // ~50 ms: no request came
+  ::close(control[0]);                            // the shim is gone
+  CHECK(shim_test::read_to_end(idle[0]) == "i");  // once, then EOF when the server ended
+  ::close(idle[0]);
+  int status = shim_test::wait_for_child(server);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
