@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -146,14 +147,17 @@ shim::SpawnRequest daemon_request(std::vector<std::string> argv, int log_fd,
 
 // The start time of `pid` (/proc/<pid>/stat, field 22): with the pid, a process's identity
 // (a pid alone may be reused). "" when there is no such process or it has ended (a
-// zombie, field 3).
+// zombie, field 3) or is ending (PF_EXITING in the flags, field 9): a SIGKILLed shim's
+// socket closes, and containerd runs the `delete` action, before it is a zombie.
 std::string process_start_time(pid_t pid) {
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING (include/linux/sched.h)
   std::string stat;
   if (!shim::read_file(fmt::format("/proc/{}/stat", pid), &stat).ok()) return {};
   std::istringstream fields(stat.substr(stat.rfind(')') + 1));
   std::string state, field;
   if (!(fields >> state) || state == "Z" || state == "X") return {};
   for (int i = 4; i <= 22 && fields >> field; ++i) {
+    if (i == 9 && (std::strtoul(field.c_str(), nullptr, 10) & kExiting) != 0) return {};
   }
   return field;
 }

@@ -24,6 +24,7 @@
 
 #include "shim/linux/cgroup.h"
 #include "shim/unique_fd.h"
+#include "state_dir.h"
 #include "support/containerd_fixture.h"
 #include "support/runc_e2e.h"
 #include "support/ttrpc_harness.h"
@@ -360,9 +361,12 @@ TEST_CASE("vm: a SIGKILLed shim takes its VM along and delete leaves nothing mou
   CHECK(wait_until([] { return qemu_pids().empty(); }, 10s));
   CHECK(s.task_status("victim") != "RUNNING");
   s.fx.ctr({"task", "rm", "victim"});
+  // This pod's state dir only: a pod another run left behind must not fail this one.
   std::ifstream mounts("/proc/self/mountinfo");
   std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
-  CHECK(text.find("/run/libshim-vm/") == std::string::npos);
+  const std::string state_dir = shim_vm::pod_state_dir(s.fx.ns(), "victim");
+  CHECK(text.find(state_dir + "/") == std::string::npos);
+  CHECK_FALSE(fs::exists(state_dir));
   // The delete action removed the VM's host cgroup too.
   const std::string memory_dir = shim::host_cgroup_version() == shim::CgroupVersion::kV2
                                      ? fmt::format("/sys/fs/cgroup/{}/victim", s.fx.ns())
