@@ -7,11 +7,12 @@
 // of the Create or Exec. A no-op migration started just before the CLI runs (the shim's
 // own pid into the cgroup it is in; ContainerConfig::warm_cgroup_migration) waits for
 // the grace period on a pool thread instead, and migrations stay fast for ~20 ms after
-// it. (A child of libshim's spawner needs none on v1: it moves itself through `tasks`,
-// which skips the lock; process/child_container.cpp.) (A pid that does not exist does not do it:
-// this kernel looks the task up before it takes the lock.) The cgroup is found again each time, as
-// the Go shim loads it (through mountinfo, for a shim in a cgroup namespace), and written only if
-// its cgroup.procs lists the shim's pid, so the write can never move the shim.
+// it. A child of libshim's spawner needs none on v1: it moves itself through `tasks`,
+// which skips the lock (process/child_container.cpp). A pid that does not exist does not
+// warm: this kernel looks the task up before it takes the lock. The cgroup is found again
+// each time, as the Go shim loads it (through mountinfo, for a shim in a cgroup
+// namespace), and written only if its cgroup.procs lists the shim's pid, so the write
+// can never move the shim.
 //
 // Threading: warm() from any thread; the migration runs on the pool.
 #pragma once
