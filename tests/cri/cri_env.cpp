@@ -9,6 +9,7 @@
 #include <functional>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -30,6 +31,25 @@ constexpr const char* kOurShimModeHandler = "libshim-sbx";
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// CRI learns of an image from the image service's create event, handled apart from the
+// import's own reply: a test that asks at once can be told "no such image" (2.1, seen in
+// CI). Wait until CRI knows every imported image.
+void wait_images_known(CriClient& client, const ImageTarballs& images,
+                       std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<const char*> refs = {kPauseImage, kBusyboxImage};
+  if (!images.wasm.empty()) refs.push_back(kWasmImage);
+  for (const char* ref : refs) {
+    while (!client.image_status(ref).has_image()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        throw std::runtime_error(
+            fmt::format("CRI does not know image {} {} ms after its import", ref, timeout.count()));
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
 }
 
 // The runtime tables of one handler, in the layout of `version` (2 or 3). Every handler
@@ -110,6 +130,7 @@ CriDaemon::CriDaemon(std::vector<HandlerSpec> handlers, std::vector<std::string>
   client_ = std::make_unique<CriClient>(fx_->grpc_address());
   import_images(*fx_, images);
   client_->wait_ready(60s);
+  wait_images_known(*client_, images, 30s);
 }
 
 CriDaemon::~CriDaemon() {
