@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <boost/json/parse.hpp>
 
+#include "module_payload.h"
 #include "wasm_spec.h"
 
 namespace shim_wasm {
@@ -34,7 +35,8 @@ shim::Status ForkedContainer::launch(ForkPlan plan, std::uint32_t* pid) {
   }
   shim::SpawnRequest& request = plan.spawn.request;
   request.cgroup_procs = cgroup_.procs_files();
-  shim::Status status = zygote_.spawn(request, request.path, &init_);
+  shim::Status status =
+      zygote_.spawn(request, encode_module_payload({request.path, rootfs_}), &init_);
   if (status.ok()) status = plan.spawn.send_console();
   if (!status.ok()) {
     init_ = shim::SpawnedProcess();   // a held child ends when its gate closes
@@ -94,7 +96,7 @@ shim::Status ForkedContainer::exec(const shim::ExecConfig& exec, std::uint32_t* 
   shim::SpawnedProcess child;
   shim::Status status;
   if (entry.wasm) {
-    status = zygote_.spawn(spawn.request, entry.path, &child);
+    status = zygote_.spawn(spawn.request, encode_module_payload({entry.path, rootfs_}), &child);
     if (status.ok()) status = spawn.send_console();
     if (status.ok()) status = child.gate.release();
   } else {

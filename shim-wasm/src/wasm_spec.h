@@ -17,6 +17,7 @@
 #include <boost/json/object.hpp>
 
 #include "engine.h"
+#include "rootfs_file.h"
 #include "shim/status.h"
 #include "shim/unique_fd.h"
 
@@ -27,11 +28,6 @@ struct Entrypoint {
   bool wasm = false;  // a WebAssembly file: the engine runs it
   std::string path;   // as the container sees it (absolute, in the rootfs)
 };
-
-// Opens `path` (absolute, as the container sees it) read-only inside the host dir
-// `rootfs`, symlinks resolved as inside the container (openat2 RESOLVE_IN_ROOT), so an
-// image's symlink never reaches a host file. -1 with errno set when it cannot.
-shim::UniqueFd open_in_rootfs(const std::string& rootfs, const std::string& path);
 
 // Decides what `process` (an OCI Process) runs in the rootfs at `rootfs` (a host dir): a
 // module when args[0] ends in ".wasm" or names a file with the WebAssembly magic (a

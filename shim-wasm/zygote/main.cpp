@@ -6,7 +6,11 @@
 // The shim starts it through the engine root's own loader (shim-wasm/src/engine.h), so
 // it runs on that root's glibc; it needs nothing of libshim's but the fork server.
 //
-// A child's payload is the module's path inside the container's root; its argv the
+// Before each fork the zygote makes the module ready (module_cache.h): read from the
+// container's root on the host, instantiated once per distinct file.
+//
+// A child's payload is the module's path inside the container's root and that root's
+// host dir (module_payload.h); its argv the
 // OCI process's args (argv[0] becomes the module's file name, as WasmEdge's CLI passes
 // it) and its env the module's environment. The container's root is the module's
 // preopened "/". Exit status: the module's WASI exit code; 134 when it trapped or could
@@ -16,14 +20,20 @@
 #include <vector>
 
 #include "clean_mappings.h"
+#include "module_cache.h"
+#include "module_payload.h"
 #include "shim/process/fork_server.h"
 #include "wasmedge_api.h"
 
 namespace {
 
 // `vm`: the zygote's VM, made before the fork; this child's copy of it runs the module.
-int run_module(const shim_wasm::WasmEdgeApi& api, void* vm, const shim::ForkedChild& child) {
-  const std::string& module = child.payload;
+// `ready`: the module cache's entry for this module, instantiated before the fork, if
+// any; used only when the file this child sees is the one it was made from.
+int run_module(const shim_wasm::WasmEdgeApi& api, void* vm,
+               const shim_wasm::ModuleCache::Entry* ready, const shim::ForkedChild& child) {
+  const std::string module = shim_wasm::decode_module_payload(child.payload).module;
+  if (ready != nullptr && !shim_wasm::file_matches(module, ready->bytes)) ready = nullptr;
   std::vector<std::string> args = child.argv;
   std::string name = module.substr(module.rfind('/') + 1);
   if (args.empty()) {
@@ -35,11 +45,15 @@ int run_module(const shim_wasm::WasmEdgeApi& api, void* vm, const shim::ForkedCh
   for (const std::string& a : args) argv.push_back(a.c_str());
   for (const std::string& e : child.env) envp.push_back(e.c_str());
   const char* preopens[] = {"/:/"};
+  if (ready != nullptr) vm = ready->vm;
   void* wasi = api.vm_get_import_module_context(vm, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
   api.module_instance_init_wasi(wasi, argv.data(), static_cast<std::uint32_t>(argv.size()),
                                 envp.data(), static_cast<std::uint32_t>(envp.size()), preopens, 1);
-  shim_wasm::WasmEdgeResult result = api.vm_run_wasm_from_file(
-      vm, module.c_str(), api.string_create_by_c_string("_start"), nullptr, 0, nullptr, 0);
+  const shim_wasm::WasmEdgeString start = api.string_create_by_c_string("_start");
+  shim_wasm::WasmEdgeResult result =
+      ready != nullptr
+          ? api.vm_execute(vm, start, nullptr, 0, nullptr, 0)
+          : api.vm_run_wasm_from_file(vm, module.c_str(), start, nullptr, 0, nullptr, 0);
   std::fflush(nullptr);
   if (!api.result_ok(result)) return 134;  // WasmEdge's CLI aborts here
   return static_cast<int>(api.module_instance_wasi_get_exit_code(wasi));
@@ -64,16 +78,25 @@ int main() {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
+  shim_wasm::ModuleCache modules(api, config);
+  const shim_wasm::ModuleCache::Entry* ready = nullptr;  // for the request at hand
+  shim::ForkServerHooks hooks;
+  hooks.before_fork = [&modules, &ready](const shim::ForkedChild& child) {
+    ready = nullptr;
+    const shim_wasm::ModulePayload payload = shim_wasm::decode_module_payload(child.payload);
+    ready = modules.ready(payload.rootfs, payload.module);
+  };
+  hooks.entry = [&api, vm, &ready](const shim::ForkedChild& child) {
+    return run_module(api, vm, ready, child);
+  };
   // Once no request came for 100 ms (after the first Create, which the shim sends at
   // once, or at start in a shim that runs no module): the scan takes ~3 ms of CPU,
   // which neither a container's start nor a shim that serves one container and ends (a
   // shim of its own) should pay.
-  return shim::serve_forks(
-      shim::kForkServerFd,
-      [&api, vm](const shim::ForkedChild& child) { return run_module(api, vm, child); },
-      [] {
-        std::string why;
-        if (shim_wasm::release_clean_file_mappings(&why) < 0)
-          std::fprintf(stderr, "wasm zygote: %s (its RSS stays as loaded)\n", why.c_str());
-      });
+  hooks.when_idle = [] {
+    std::string why;
+    if (shim_wasm::release_clean_file_mappings(&why) < 0)
+      std::fprintf(stderr, "wasm zygote: %s (its RSS stays as loaded)\n", why.c_str());
+  };
+  return shim::serve_forks(shim::kForkServerFd, std::move(hooks));
 }

@@ -33,6 +33,12 @@ bool WasmEdgeApi::load(std::string* error) {
          find(library, "WasmEdge_VMGetImportModuleContext", &vm_get_import_module_context, error) &&
          find(library, "WasmEdge_ModuleInstanceInitWASI", &module_instance_init_wasi, error) &&
          find(library, "WasmEdge_VMRunWasmFromFile", &vm_run_wasm_from_file, error) &&
+         find(library, "WasmEdge_VMDelete", &vm_delete, error) &&
+         // Deprecated (WasmEdge_VMLoadWasmFromBytes is its newer name) but in 0.14-0.17.
+         find(library, "WasmEdge_VMLoadWasmFromBuffer", &vm_load_wasm_from_buffer, error) &&
+         find(library, "WasmEdge_VMValidate", &vm_validate, error) &&
+         find(library, "WasmEdge_VMInstantiate", &vm_instantiate, error) &&
+         find(library, "WasmEdge_VMExecute", &vm_execute, error) &&
          find(library, "WasmEdge_StringCreateByCString", &string_create_by_c_string, error) &&
          find(library, "WasmEdge_ModuleInstanceWASIGetExitCode",
               &module_instance_wasi_get_exit_code, error) &&

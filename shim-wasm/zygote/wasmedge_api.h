@@ -34,6 +34,15 @@ class WasmEdgeApi {
   WasmEdgeResult (*vm_run_wasm_from_file)(void* vm, const char* path, WasmEdgeString function,
                                           const void* params, std::uint32_t params_len,
                                           void* returns, std::uint32_t returns_len) = nullptr;
+  void (*vm_delete)(void* vm) = nullptr;
+  // The step-by-step run (the module cache's): load, validate, instantiate, execute.
+  WasmEdgeResult (*vm_load_wasm_from_buffer)(void* vm, const std::uint8_t* bytes,
+                                             std::uint32_t size) = nullptr;
+  WasmEdgeResult (*vm_validate)(void* vm) = nullptr;
+  WasmEdgeResult (*vm_instantiate)(void* vm) = nullptr;
+  WasmEdgeResult (*vm_execute)(void* vm, WasmEdgeString function, const void* params,
+                               std::uint32_t params_len, void* returns,
+                               std::uint32_t returns_len) = nullptr;
   WasmEdgeString (*string_create_by_c_string)(const char* text) = nullptr;
   std::uint32_t (*module_instance_wasi_get_exit_code)(const void* module) = nullptr;
   bool (*result_ok)(WasmEdgeResult result) = nullptr;

@@ -52,6 +52,16 @@ std::optional<std::string> wasm_unavailable() {
     if (auto unavailable = wasm_unavailable()) LIBSHIM_SKIP(*unavailable); \
   } while (false)
 
+// How many lines of containerd's log (the shims' lines too) hold both texts.
+int log_lines_with(const PrivateContainerd& fx, std::string_view a, std::string_view b) {
+  std::ifstream log(fx.log_path());
+  int count = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) ++count;
+  }
+  return count;
+}
+
 // A private containerd and a rootfs holding the test modules, busybox (for native
 // entrypoints and execs) and a file for the module to read.
 struct WasmSetup {
@@ -122,6 +132,29 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   REQUIRE(events->wait_for_line({"/tasks/delete", "\"hello\""}, 10s));
   CHECK(event_topics_for(*events, "hello") ==
         std::vector<std::string>{"/tasks/create", "/tasks/start", "/tasks/exit", "/tasks/delete"});
+
+  // The zygote made hello.wasm ready before the first fork (shim-wasm/zygote/
+  // module_cache.h); this one runs from that, as does any later container of it.
+  auto again = s.fx.ctr(s.run({"--rm"}, "hello-again", {"/hello.wasm", "5"}));
+  CHECK(again.exit_code == 5);
+  CHECK(again.out == "hello from wasm\nargv[0]=hello.wasm\nargv[1]=5\nGREETING=(unset)\n");
+  CHECK(log_lines_with(s.fx, "module made ready", "module=\"/hello.wasm\"") == 1);
+
+  // A mount of the spec over the module's dir: the zygote reads the rootfs from the host
+  // and finds the image's file, hello.wasm's bytes, ready; the child sees the mounted
+  // file (read-file.wasm) and must run that one.
+  fs::create_directories(s.rootfs + "/shadow");
+  fs::copy_file(kModules + "/hello.wasm", s.rootfs + "/shadow/m.wasm");
+  const std::string over = s.fx.dir() + "/over";
+  fs::create_directories(over);
+  fs::copy_file(kModules + "/read-file.wasm", over + "/m.wasm");
+  auto shadowed = s.fx.ctr(
+      s.run({"--rm", "--mount", fmt::format("type=bind,src={},dst=/shadow,options=rbind:ro", over)},
+            "shadowed", {"/shadow/m.wasm", "/etc/message"}));
+  CHECK(shadowed.exit_code == 0);
+  CHECK(shadowed.out == "a file in the rootfs\n");
+  CHECK(log_lines_with(s.fx, "module made ready", "module=\"/hello.wasm\"") == 1);
+  CHECK(log_lines_with(s.fx, "id=shadowed", "reason=") == 0);  // the zygote ran it
 
   // A seccomp profile is not the zygote's to apply: the module then runs in the engine's
   // CLI inside runc's container, with the same args, env, stdio and exit code.

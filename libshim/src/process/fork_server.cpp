@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -97,9 +98,22 @@ int thread_count() {
   return 1;
 }
 
+// The program's before_fork is its own code: what it throws costs that request its
+// preparation, never the server.
+void prepare(const ForkServerHooks& hooks, const ForkedChild& child, const std::string& path) {
+  if (!hooks.before_fork) return;
+  try {
+    hooks.before_fork(child);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fork server: before_fork for %s threw: %s\n", path.c_str(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "fork server: before_fork for %s threw a non-exception\n", path.c_str());
+  }
+}
+
 // Serves one request; what goes wrong goes back to the shim as the answer.
 void serve_one(Spawner& spawner, const std::string& bytes, std::vector<UniqueFd>& received,
-               const std::function<int(const ForkedChild&)>& entry) {
+               const ForkServerHooks& hooks) {
   int answer = received.front().get();
   std::vector<int> fds;
   for (const UniqueFd& fd : received) fds.push_back(fd.get());
@@ -112,7 +126,8 @@ void serve_one(Spawner& spawner, const std::string& bytes, std::vector<UniqueFd>
     if (request.env) child.env = *request.env;
     request.hold = true;
     request.clone_parent = true;
-    request.run_in_child = [&entry, &child] { return entry(child); };
+    prepare(hooks, child, request.path);
+    request.run_in_child = [&hooks, &child] { return hooks.entry(child); };
     status = spawner.spawn(request, &spawned);
   }
   std::vector<int> answer_fds;
@@ -210,6 +225,12 @@ bool idle_for(int control_fd, std::chrono::milliseconds timeout) {
 
 int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
                 std::function<void()> when_idle, std::chrono::milliseconds idle_after) {
+  return serve_forks(control_fd, ForkServerHooks{.entry = std::move(entry),
+                                                 .when_idle = std::move(when_idle),
+                                                 .idle_after = idle_after});
+}
+
+int serve_forks(int control_fd, ForkServerHooks hooks) {
   if (int threads = thread_count(); threads != 1) {
     std::fprintf(stderr, "fork server: %d threads; a fork copies only one, so it cannot serve\n",
                  threads);
@@ -217,9 +238,9 @@ int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
   }
   PosixSpawner spawner;
   for (;;) {
-    if (when_idle && idle_for(control_fd, idle_after)) {
-      when_idle();
-      when_idle = nullptr;  // once
+    if (hooks.when_idle && idle_for(control_fd, hooks.idle_after)) {
+      hooks.when_idle();
+      hooks.when_idle = nullptr;  // once
     }
     std::string bytes;
     std::vector<UniqueFd> received;
@@ -237,7 +258,7 @@ int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
                    {});
       continue;
     }
-    serve_one(spawner, bytes, received, entry);
+    serve_one(spawner, bytes, received, hooks);
   }
 }
 

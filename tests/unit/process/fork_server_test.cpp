@@ -13,8 +13,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
@@ -204,4 +208,99 @@ TEST_CASE("a fork server runs its idle work once when no request comes, and ends
   int status = shim_test::wait_for_child(server);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+namespace {
+
+// One request over the wire as ForkServer::spawn sends it (an answer socket first, then
+// the request's fds); the child's pid and its gate come back. The server runs in a
+// forked child of this process; its children are ours (CLONE_PARENT).
+pid_t fork_through(int control, std::string_view payload, shim::ProcessGate* gate) {
+  SpawnRequest request;
+  request.path = "/entry";
+  request.argv = {"entry"};
+  std::string bytes;
+  std::vector<int> fds;
+  REQUIRE(shim::fork_wire::encode_request(request, payload, &bytes, &fds).ok());
+  int answer[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, answer) == 0);
+  fds.insert(fds.begin(), answer[1]);
+  std::vector<char> control_bytes(CMSG_SPACE(sizeof(int) * fds.size()));
+  iovec iov{bytes.data(), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control_bytes.data();
+  msg.msg_controllen = control_bytes.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  REQUIRE(::sendmsg(control, &msg, 0) == static_cast<ssize_t>(bytes.size()));
+  ::close(answer[1]);
+  char reply[4096];
+  std::vector<char> reply_control(CMSG_SPACE(sizeof(int) * 4));
+  iovec reply_iov{reply, sizeof reply};
+  msghdr in{};
+  in.msg_iov = &reply_iov;
+  in.msg_iovlen = 1;
+  in.msg_control = reply_control.data();
+  in.msg_controllen = reply_control.size();
+  ssize_t n = ::recvmsg(answer[0], &in, MSG_CMSG_CLOEXEC);
+  ::close(answer[0]);
+  REQUIRE(n > 0);
+  pid_t pid = -1;
+  REQUIRE(shim::fork_wire::decode_answer(std::string_view(reply, n), &pid).ok());
+  std::vector<int> got;
+  for (cmsghdr* r = CMSG_FIRSTHDR(&in); r != nullptr; r = CMSG_NXTHDR(&in, r)) {
+    for (std::size_t i = 0; i < (r->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(r) + i * sizeof(int), sizeof fd);
+      got.push_back(fd);
+    }
+  }
+  REQUIRE(got.size() >= 2);
+  if (got.size() == 3) ::close(got[0]);  // the pidfd
+  *gate = shim::ProcessGate(got[got.size() - 2], got[got.size() - 1], "/entry");
+  return pid;
+}
+
+}  // namespace
+
+// before_fork runs in the server before each fork: the child inherits what it prepared
+// (here the payload's number, its exit status). One that throws costs only its own
+// preparation: the fork goes on and the server serves the next request.
+TEST_CASE("a fork server's before_fork prepares what the child inherits, and may throw",
+          "[fork-server]") {
+  int control[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) == 0);
+  pid_t server = ::fork();
+  REQUIRE(server >= 0);
+  if (server == 0) {
+    ::close(control[0]);
+    int prepared = 0;
+    shim::ForkServerHooks hooks;
+    hooks.before_fork = [&prepared](const shim::ForkedChild& child) {
+      if (child.payload == "throw") throw std::runtime_error("no preparation");
+      prepared = std::stoi(child.payload);
+    };
+    hooks.entry = [&prepared](const shim::ForkedChild&) { return prepared; };
+    ::_exit(shim::serve_forks(control[1], std::move(hooks)));
+  }
+  ::close(control[1]);
+  std::vector<int> statuses;
+  for (std::string_view payload : {"7", "throw", "9"}) {
+    shim::ProcessGate gate;
+    pid_t child = fork_through(control[0], payload, &gate);
+    REQUIRE(gate.release().ok());
+    int status = shim_test::wait_for_child(child);
+    statuses.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  ::close(control[0]);
+  int status = shim_test::wait_for_child(server);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // The throw left the previous preparation in place: entry must not rely on it.
+  CHECK(statuses == std::vector<int>{7, 7, 9});
 }

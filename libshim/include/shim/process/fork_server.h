@@ -11,7 +11,8 @@
 //
 //   shim side:    ForkServer::start() once (from the Runtime), spawn() per process.
 //   server side:  a program whose main() loads what it needs, then returns
-//                 serve_forks(kForkServerFd, entry).
+//                 serve_forks(kForkServerFd, hooks) (an entry, and what runs
+//                 before each fork and when idle).
 //
 // Threading: ForkServer's spawn() blocks (a pool thread, as every Instance call is);
 // calls may overlap. serve_forks() runs in the server's only thread: the server must not
@@ -79,14 +80,30 @@ class ForkServer {
   UniqueFd control_;
 };
 
+// What a fork server's program runs, and when (serve_forks).
+struct ForkServerHooks {
+  // Runs only in the children, where a spawned process would exec; what it returns is
+  // the child's exit status.
+  std::function<int(const ForkedChild&)> entry;
+  // Runs in the server before each fork, given what the child will get. What it
+  // prepares (a program loaded and made ready) the child inherits, and the pages it
+  // wrote stay shared with every child forked later. It must not start threads; what it
+  // throws is logged on stderr and the fork goes on, so `entry` must not rely on it.
+  std::function<void(const ForkedChild&)> before_fork;
+  // Runs once in the server, the first time no request came for `idle_after` (at start
+  // or between requests): slow housekeeping there holds up no container's start. A
+  // request that arrives meanwhile waits for it; it must not read the control socket.
+  std::function<void()> when_idle;
+  std::chrono::milliseconds idle_after{100};
+};
+
 // The fork server's loop: reads requests from `control_fd` until the shim closes it,
-// spawning each child with `entry` as its run_in_child. Returns 0 at EOF; 1 when it
-// cannot serve (more than one thread, a broken control socket), after saying why on
-// stderr. `entry` runs only in the children; what it returns is the child's exit status.
-// `when_idle`, if any, runs once in the server, the first time no request came for
-// `idle_after` (at start or between requests): slow housekeeping there holds up no
-// container's start. A request that arrives meanwhile waits for it; it must not read
-// the control socket.
+// spawning each child with `hooks.entry` as its run_in_child. Returns 0 at EOF; 1 when
+// it cannot serve (more than one thread, a broken control socket), after saying why on
+// stderr.
+int serve_forks(int control_fd, ForkServerHooks hooks);
+
+// The same, with only an entry and an idle hook.
 int serve_forks(int control_fd, std::function<int(const ForkedChild&)> entry,
                 std::function<void()> when_idle = {},
                 std::chrono::milliseconds idle_after = std::chrono::milliseconds(100));

@@ -1,0 +1,33 @@
+// What the Wasm shim tells its zygote about a module's process (the fork server's
+// payload): the module's path as the container sees it, and the host dir of the
+// container's root, where the zygote reads the module to make it ready before the fork.
+//
+// Threading: plain functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shim_wasm {
+
+struct ModulePayload {
+  std::string module;  // absolute, in the container's root
+  std::string rootfs;  // a host dir; empty when the zygote is not told
+};
+
+// "<module>\0<rootfs>": neither path can hold a NUL.
+inline std::string encode_module_payload(const ModulePayload& payload) {
+  std::string out = payload.module;
+  out.push_back('\0');
+  out += payload.rootfs;
+  return out;
+}
+
+// The inverse; a payload without a NUL is a module path alone.
+inline ModulePayload decode_module_payload(std::string_view payload) {
+  std::size_t nul = payload.find('\0');
+  if (nul == std::string_view::npos) return {std::string(payload), {}};
+  return {std::string(payload.substr(0, nul)), std::string(payload.substr(nul + 1))};
+}
+
+}  // namespace shim_wasm

@@ -1,0 +1,66 @@
+// The zygote's modules made ready before the fork: for each module file it forked a
+// process for lately, a WasmEdge VM with that module loaded, validated and
+// instantiated. A child forked after that only sets up WASI and calls _start: it skips
+// the parse and the instantiation (most of a small module's start) and shares the
+// module's code, tables and data pages with every other process of that module,
+// instead of holding its own copy (the instantiation copies each function's code).
+//
+// A module is known by its bytes, never by its path or inode: two containers' rootfs
+// paths differ for one image, and a changed file is another module. Modules that cannot
+// be made ready (a start section, an import WASI lacks, a malformed file, too large) are
+// left to the child, which loads the file itself and reports the engine's error as ever.
+//
+// Threading: the zygote's only thread (serve_forks' before_fork); a child uses the VM it
+// inherited.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <string>
+
+#include "wasmedge_api.h"
+
+namespace shim_wasm {
+
+// True when the file at `path` (as the caller sees it: the child, in the container's
+// root) holds exactly `bytes`. Maps it rather than reading it to the heap, whose pages a
+// child would keep.
+bool file_matches(const std::string& path, const std::string& bytes);
+
+class ModuleCache {
+ public:
+  // `config`: the WasmEdge configure context (WASI registered) each VM is made from.
+  ModuleCache(const WasmEdgeApi& api, void* config) : api_(api), config_(config) {}
+  ~ModuleCache();
+  ModuleCache(const ModuleCache&) = delete;
+  ModuleCache& operator=(const ModuleCache&) = delete;
+
+  // A module made ready: its VM, and the file's bytes it was made from.
+  struct Entry {
+    std::string bytes;
+    void* vm;
+  };
+
+  // The entry whose module is the file `module` (a path in the container) under the host
+  // dir `rootfs`; nullptr when it cannot be made ready (the child then runs the file
+  // itself). Reads the file every time; parses it only when new. Valid until the next
+  // call. The file the child sees can differ (a mount of the spec over its dir, a write
+  // since): the child checks it against `bytes` (file_matches).
+  const Entry* ready(const std::string& rootfs, const std::string& module);
+
+  // Bounds: what the zygote keeps is shared by its children but paid once per shim
+  // (the file's bytes, to know it again, and its VM). Past them the least recently
+  // used module goes; a larger file is never kept.
+  static constexpr std::size_t kMaxModules = 8;
+  static constexpr std::size_t kMaxBytes = 64u << 20;
+
+ private:
+  void* instantiate(const std::string& bytes) const;
+
+  const WasmEdgeApi& api_;
+  void* config_;
+  std::list<Entry> entries_;  // most recently used first
+  std::size_t bytes_ = 0;     // of the entries' files
+};
+
+}  // namespace shim_wasm
