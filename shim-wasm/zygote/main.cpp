@@ -27,13 +27,27 @@
 
 namespace {
 
-// `vm`: the zygote's VM, made before the fork; this child's copy of it runs the module.
-// `ready`: the module cache's entry for this module, instantiated before the fork, if
-// any; used only when the file this child sees is the one it was made from.
-int run_module(const shim_wasm::WasmEdgeApi& api, void* vm,
-               const shim_wasm::ModuleCache::Entry* ready, const shim::ForkedChild& child) {
+// What before_fork prepared for the request at hand: the module cache's entry for its
+// module, instantiated, or else a VM without a module (the cache's spare).
+struct Prepared {
+  const shim_wasm::ModuleCache::Entry* ready = nullptr;
+  void* spare = nullptr;
+};
+
+// Runs the module in this child's copy of the VM before_fork chose. The entry serves
+// only when the file this child sees is the one it was made from; otherwise the module
+// is loaded from the file, in the spare or, if none was made, a VM made here.
+int run_module(const shim_wasm::WasmEdgeApi& api, void* config, Prepared prepared,
+               const shim::ForkedChild& child) {
   const std::string module = shim_wasm::decode_module_payload(child.payload).module;
+  const shim_wasm::ModuleCache::Entry* ready = prepared.ready;
   if (ready != nullptr && !shim_wasm::file_matches(module, ready->bytes)) ready = nullptr;
+  void* vm = ready != nullptr ? ready->vm : prepared.spare;
+  if (vm == nullptr) vm = api.vm_create(config, nullptr);
+  if (vm == nullptr) {
+    std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM for %s\n", module.c_str());
+    return 134;
+  }
   std::vector<std::string> args = child.argv;
   std::string name = module.substr(module.rfind('/') + 1);
   if (args.empty()) {
@@ -45,7 +59,6 @@ int run_module(const shim_wasm::WasmEdgeApi& api, void* vm,
   for (const std::string& a : args) argv.push_back(a.c_str());
   for (const std::string& e : child.env) envp.push_back(e.c_str());
   const char* preopens[] = {"/:/"};
-  if (ready != nullptr) vm = ready->vm;
   void* wasi = api.vm_get_import_module_context(vm, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
   api.module_instance_init_wasi(wasi, argv.data(), static_cast<std::uint32_t>(argv.size()),
                                 envp.data(), static_cast<std::uint32_t>(envp.size()), preopens, 1);
@@ -70,24 +83,26 @@ int main() {
   }
   void* config = api.configure_create();
   api.configure_add_host_registration(config, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
-  // The VM (its store, loader, executor and WASI host module) is made once, here: each
-  // child runs its module in its own copy of it, so the pages it wrote stay shared (a
-  // VM made in each child cost 620 KiB of private heap) and the child skips the work.
+  // VMs (a store, loader, executor and WASI host module each) are made here, never in a
+  // child: each child runs its module in its own copy of one, so the pages it wrote stay
+  // shared (a VM made in each child cost 620 KiB of private heap) and the child skips
+  // the work. This first one checks that the engine works; the cache then owns it.
   void* vm = api.vm_create(config, nullptr);
   if (vm == nullptr) {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
-  shim_wasm::ModuleCache modules(api, config);
-  const shim_wasm::ModuleCache::Entry* ready = nullptr;  // for the request at hand
+  shim_wasm::ModuleCache modules(api, config, vm);
+  Prepared prepared;  // for the request at hand
   shim::ForkServerHooks hooks;
-  hooks.before_fork = [&modules, &ready](const shim::ForkedChild& child) {
-    ready = nullptr;
+  hooks.before_fork = [&modules, &prepared](const shim::ForkedChild& child) {
+    prepared = Prepared();
     const shim_wasm::ModulePayload payload = shim_wasm::decode_module_payload(child.payload);
-    ready = modules.ready(payload.rootfs, payload.module);
+    prepared.ready = modules.ready(payload.rootfs, payload.module);
+    if (prepared.ready == nullptr) prepared.spare = modules.spare();
   };
-  hooks.entry = [&api, vm, &ready](const shim::ForkedChild& child) {
-    return run_module(api, vm, ready, child);
+  hooks.entry = [&api, config, &prepared](const shim::ForkedChild& child) {
+    return run_module(api, config, prepared, child);
   };
   // Once no request came for 100 ms (after the first Create, which the shim sends at
   // once, or at start in a shim that runs no module): the scan takes ~3 ms of CPU,

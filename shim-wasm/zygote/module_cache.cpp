@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "fork_ready.h"
 #include "rootfs_file.h"
@@ -39,6 +40,12 @@ bool read_whole(int fd, std::size_t limit, std::string* out) {
 
 ModuleCache::~ModuleCache() {
   for (Entry& entry : entries_) api_.vm_delete(entry.vm);
+  if (spare_ != nullptr) api_.vm_delete(spare_);
+}
+
+void* ModuleCache::spare() {
+  if (spare_ == nullptr) spare_ = api_.vm_create(config_, nullptr);
+  return spare_;
 }
 
 bool file_matches(const std::string& path, const std::string& bytes) {
@@ -85,9 +92,9 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   return entries_.empty() || entries_.front().vm != vm ? nullptr : &entries_.front();
 }
 
-void* ModuleCache::instantiate(const std::string& bytes) const {
+void* ModuleCache::instantiate(const std::string& bytes) {
   if (!can_instantiate_before_fork(bytes)) return nullptr;
-  void* vm = api_.vm_create(config_, nullptr);
+  void* vm = spare_ != nullptr ? std::exchange(spare_, nullptr) : api_.vm_create(config_, nullptr);
   if (vm == nullptr) return nullptr;
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
   if (api_.result_ok(

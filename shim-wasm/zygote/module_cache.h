@@ -29,8 +29,10 @@ bool file_matches(const std::string& path, const std::string& bytes);
 
 class ModuleCache {
  public:
-  // `config`: the WasmEdge configure context (WASI registered) each VM is made from.
-  ModuleCache(const WasmEdgeApi& api, void* config) : api_(api), config_(config) {}
+  // `config`: the WasmEdge configure context (WASI registered) each VM is made from;
+  // `spare`: a VM made from it (the zygote's check that the engine works), owned now.
+  ModuleCache(const WasmEdgeApi& api, void* config, void* spare)
+      : api_(api), config_(config), spare_(spare) {}
   ~ModuleCache();
   ModuleCache(const ModuleCache&) = delete;
   ModuleCache& operator=(const ModuleCache&) = delete;
@@ -48,6 +50,11 @@ class ModuleCache {
   // since): the child checks it against `bytes` (file_matches).
   const Entry* ready(const std::string& rootfs, const std::string& module);
 
+  // A VM that holds none of the cache's modules, for a child that runs its file itself;
+  // made now when the last one went to a new module (a VM costs ~600 KiB: the zygote
+  // keeps one only while a child needs it). nullptr when WasmEdge cannot make one.
+  void* spare();
+
   // Bounds: what the zygote keeps is shared by its children but paid once per shim
   // (the file's bytes, to know it again, and its VM). Past them the least recently
   // used module goes; a larger file is never kept.
@@ -55,10 +62,11 @@ class ModuleCache {
   static constexpr std::size_t kMaxBytes = 64u << 20;
 
  private:
-  void* instantiate(const std::string& bytes) const;
+  void* instantiate(const std::string& bytes);
 
   const WasmEdgeApi& api_;
   void* config_;
+  void* spare_;
   std::list<Entry> entries_;  // most recently used first
   std::size_t bytes_ = 0;     // of the entries' files
 };

@@ -62,6 +62,21 @@ int log_lines_with(const PrivateContainerd& fx, std::string_view a, std::string_
   return count;
 }
 
+// A module whose start section calls WASI's proc_exit(7); its _start returns at once.
+std::string start_section_module() {
+  const std::string wasi = "wasi_snapshot_preview1";
+  std::string m("\0asm\x01\0\0\0", 8);
+  m += std::string("\x01\x08\x02\x60\x01\x7f\x00\x60\x00\x00", 10);  // (i32)->(), ()->()
+  m += std::string("\x02\x24\x01", 3) + static_cast<char>(wasi.size()) + wasi + "\x09" +
+       "proc_exit" + std::string("\x00\x00", 2);  // func 0: proc_exit
+  m += std::string("\x03\x03\x02\x01\x01", 5);    // funcs 1, 2: ()->()
+  m += std::string("\x05\x03\x01\x00\x01", 5);    // a memory of 1 page
+  m += std::string("\x07\x13\x02\x06memory\x02\x00\x06_start\x00\x02", 21);
+  m += std::string("\x08\x01\x01", 3);  // start: func 1
+  m += std::string("\x0a\x0b\x02\x06\x00\x41\x07\x10\x00\x0b\x02\x00\x0b", 13);
+  return m;
+}
+
 // A private containerd and a rootfs holding the test modules, busybox (for native
 // entrypoints and execs) and a file for the module to read.
 struct WasmSetup {
@@ -155,6 +170,17 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   CHECK(shadowed.out == "a file in the rootfs\n");
   CHECK(log_lines_with(s.fx, "module made ready", "module=\"/hello.wasm\"") == 1);
   CHECK(log_lines_with(s.fx, "id=shadowed", "reason=") == 0);  // the zygote ran it
+
+  // A start section is the module's own code, run at instantiation: never in the
+  // zygote (its proc_exit would end it), only in the container's process, whose exit
+  // status it gives.
+  std::ofstream(s.rootfs + "/start.wasm", std::ios::binary) << start_section_module();
+  auto started = s.fx.ctr(s.run({"--rm"}, "start-section", {"/start.wasm"}));
+  CHECK(started.exit_code == 7);
+  CHECK(log_lines_with(s.fx, "module made ready", "module=\"/start.wasm\"") == 0);
+  auto after = s.fx.ctr(s.run({"--rm"}, "after-start", {"/hello.wasm", "4"}));
+  CHECK(after.exit_code == 4);  // the same zygote still serves
+  CHECK(log_lines_with(s.fx, "wasm zygote started", "") == 1);
 
   // A seccomp profile is not the zygote's to apply: the module then runs in the engine's
   // CLI inside runc's container, with the same args, env, stdio and exit code.
