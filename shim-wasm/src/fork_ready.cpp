@@ -1,38 +1,131 @@
 #include "fork_ready.h"
 
-#include <cstdint>
 #include <optional>
+
+#include <fmt/format.h>
 
 namespace shim_wasm {
 namespace {
 
 constexpr std::string_view kHeader("\0asm\x01\0\0\0", 8);
+constexpr std::uint8_t kSectionType = 1;
+constexpr std::uint8_t kSectionTable = 4;
+constexpr std::uint8_t kSectionMemory = 5;
 constexpr std::uint8_t kSectionStart = 8;
+constexpr std::uint8_t kFuncType = 0x60;
 
-// An unsigned LEB128 of at most 32 bits at bytes[*at], advancing *at.
-std::optional<std::uint32_t> read_u32(std::string_view bytes, std::size_t* at) {
-  std::uint32_t value = 0;
-  for (int shift = 0; shift < 35 && *at < bytes.size(); shift += 7) {
-    auto b = static_cast<std::uint8_t>(bytes[(*at)++]);
-    value |= static_cast<std::uint32_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return value;
+// A bounded reader over one section's payload.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+  bool done() const { return at_ >= bytes_.size(); }
+  std::optional<std::uint8_t> byte() {
+    if (done()) return std::nullopt;
+    return static_cast<std::uint8_t>(bytes_[at_++]);
   }
-  return std::nullopt;
+  // An unsigned LEB128 of at most 32 bits.
+  std::optional<std::uint32_t> u32() {
+    std::uint32_t value = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      auto b = byte();
+      if (!b) return std::nullopt;
+      value |= static_cast<std::uint32_t>(*b & 0x7f) << shift;
+      if ((*b & 0x80) == 0) return value;
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string_view> take(std::uint32_t n) {
+    if (n > bytes_.size() - at_) return std::nullopt;
+    std::string_view out = bytes_.substr(at_, n);
+    at_ += n;
+    return out;
+  }
+
+ private:
+  std::string_view bytes_;
+  std::size_t at_ = 0;
+};
+
+// i32, i64, f32, f64, v128, funcref, externref: nothing typed by a heap type.
+bool is_plain_value_type(std::uint8_t b) {
+  return (b >= 0x7b && b <= 0x7f) || b == 0x70 || b == 0x6f;
+}
+
+std::string check_types(Reader r) {
+  auto count = r.u32();
+  if (!count) return "a truncated type section";
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    auto form = r.byte();
+    if (!form || *form != kFuncType) return fmt::format("type {} is not a function type", i);
+    for (int list = 0; list < 2; ++list) {  // params, results
+      auto n = r.u32();
+      if (!n) return "a truncated type section";
+      for (std::uint32_t k = 0; k < *n; ++k) {
+        auto t = r.byte();
+        if (!t || !is_plain_value_type(*t)) return fmt::format("type {} uses a typed reference", i);
+      }
+    }
+  }
+  return {};
+}
+
+// Limits with flags 0 (min) or 1 (min, max); others (shared, 64-bit) are refused.
+std::optional<std::uint32_t> plain_limits_min(Reader& r) {
+  auto flags = r.u32();
+  if (!flags || *flags > 1) return std::nullopt;
+  auto min = r.u32();
+  if (!min || (*flags == 1 && !r.u32())) return std::nullopt;
+  return min;
+}
+
+std::string check_tables(Reader r) {
+  auto count = r.u32();
+  if (!count) return "a truncated table section";
+  std::uint64_t entries = 0;
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    auto type = r.byte();
+    if (!type || (*type != 0x70 && *type != 0x6f)) return fmt::format("table {} is typed", i);
+    auto min = plain_limits_min(r);
+    if (!min) return fmt::format("table {} has 64-bit or malformed limits", i);
+    entries += *min;
+  }
+  if (entries > kMaxZygoteTableEntries) return fmt::format("tables of {} entries", entries);
+  return {};
+}
+
+std::string check_memories(Reader r) {
+  auto count = r.u32();
+  if (!count) return "a truncated memory section";
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    if (!plain_limits_min(r)) return fmt::format("memory {} is shared or 64-bit", i);
+  }
+  return {};
+}
+
+std::string why_not(std::string_view bytes) {
+  if (!bytes.starts_with(kHeader)) return "not a core module of version 1";
+  Reader sections(bytes.substr(kHeader.size()));
+  while (!sections.done()) {
+    auto id = sections.byte();
+    auto size = sections.u32();
+    auto payload = size ? sections.take(*size) : std::nullopt;
+    if (!id || !payload) return "a malformed section list";
+    std::string why;
+    if (*id == kSectionStart) return "a start section";
+    if (*id == kSectionType) why = check_types(Reader(*payload));
+    if (*id == kSectionTable) why = check_tables(Reader(*payload));
+    if (*id == kSectionMemory) why = check_memories(Reader(*payload));
+    if (!why.empty()) return why;
+  }
+  return {};
 }
 
 }  // namespace
 
-bool can_instantiate_before_fork(std::string_view bytes) {
-  if (!bytes.starts_with(kHeader)) return false;
-  std::size_t at = kHeader.size();
-  while (at < bytes.size()) {
-    auto id = static_cast<std::uint8_t>(bytes[at++]);
-    std::optional<std::uint32_t> size = read_u32(bytes, &at);
-    if (!size || *size > bytes.size() - at) return false;
-    if (id == kSectionStart) return false;
-    at += *size;
-  }
-  return true;
+bool can_instantiate_before_fork(std::string_view bytes, std::string* why) {
+  std::string reason = why_not(bytes);
+  if (why != nullptr) *why = reason;
+  return reason.empty();
 }
 
 }  // namespace shim_wasm

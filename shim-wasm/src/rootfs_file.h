@@ -1,4 +1,5 @@
-// A file of a container's root, opened from the host without leaving that root.
+// A regular file of a container's root, opened from the host without leaving that root
+// and without opening anything else there.
 //
 // Threading: a plain function.
 #pragma once
@@ -9,9 +10,12 @@
 
 namespace shim_wasm {
 
-// Opens `path` (absolute, as the container sees it) read-only inside the host dir
-// `rootfs`, symlinks resolved as inside the container (openat2 RESOLVE_IN_ROOT), so an
-// image's symlink never reaches a host file. -1 with errno set when it cannot.
+// Opens the regular file `path` (absolute, as the container sees it) read-only inside
+// the host dir `rootfs`, symlinks resolved as inside the container (openat2
+// RESOLVE_IN_ROOT), so an image's symlink never reaches a host file. Anything but a
+// regular file is refused before it is opened for reading: a FIFO the container made
+// would block the opener, a device node's open acts on the device. -1 with errno set
+// when it cannot (EISDIR, or EINVAL for another non-regular file).
 shim::UniqueFd open_in_rootfs(const std::string& rootfs, const std::string& path);
 
 }  // namespace shim_wasm

@@ -9,6 +9,7 @@
 
 #include "shim/logger.h"
 #include "shim/process/work_pool.h"
+#include "stderr_relay.h"
 
 namespace shim_wasm {
 
@@ -59,7 +60,10 @@ shim::Status WasmZygote::server(std::shared_ptr<shim::ForkServer>* out) {
   shim::SpawnRequest request;
   request.argv = engine_.zygote_command(program_);
   request.path = request.argv.front();
-  request.fds.emplace_back(2, 2);  // what it says goes to the shim's log
+  // What it says goes to the shim's log, wherever that is by then (stderr_relay.h).
+  shim::UniqueFd relay;
+  if (shim::Status s = start_stderr_relay(context_.executor, &relay); !s.ok()) return s;
+  request.fds.emplace_back(2, relay.get());
   std::unique_ptr<shim::ForkServer> started;
   if (shim::Status s =
           shim::ForkServer::start(context_.reaper, context_.spawner, request, &started);

@@ -10,17 +10,18 @@
 // container's root on the host, instantiated once per distinct file.
 //
 // A child's payload is the module's path inside the container's root and that root's
-// host dir (module_payload.h); its argv the
-// OCI process's args (argv[0] becomes the module's file name, as WasmEdge's CLI passes
-// it) and its env the module's environment. The container's root is the module's
-// preopened "/". Exit status: the module's WASI exit code; 134 when it trapped or could
-// not run (the engine has logged why, to stdout as its CLI does).
+// host dir (module_payload.h); its argv the OCI process's args (argv[0] becomes the
+// module's file name, as WasmEdge's CLI passes it) and its env the module's
+// environment. The container's root is the module's preopened "/". Exit status: the
+// module's WASI exit code; 134 when it trapped or could not run (the engine has logged
+// why, to stdout as its CLI does).
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "clean_mappings.h"
 #include "module_cache.h"
+#include "module_file.h"
 #include "module_payload.h"
 #include "shim/process/fork_server.h"
 #include "wasmedge_api.h"
@@ -41,7 +42,7 @@ int run_module(const shim_wasm::WasmEdgeApi& api, void* config, Prepared prepare
                const shim::ForkedChild& child) {
   const std::string module = shim_wasm::decode_module_payload(child.payload).module;
   const shim_wasm::ModuleCache::Entry* ready = prepared.ready;
-  if (ready != nullptr && !shim_wasm::file_matches(module, ready->bytes)) ready = nullptr;
+  if (ready != nullptr && !shim_wasm::file_holds(module, ready->bytes)) ready = nullptr;
   void* vm = ready != nullptr ? ready->vm : prepared.spare;
   if (vm == nullptr) vm = api.vm_create(config, nullptr);
   if (vm == nullptr) {

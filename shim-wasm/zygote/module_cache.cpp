@@ -1,40 +1,39 @@
 #include "module_cache.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
+#include <functional>
+#include <string_view>
 #include <utility>
 
 #include "fork_ready.h"
+#include "module_file.h"
 #include "rootfs_file.h"
 
 namespace shim_wasm {
 namespace {
 
-// The whole regular file at `fd`, if it is one of at most `limit` bytes.
-bool read_whole(int fd, std::size_t limit, std::string* out) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-      static_cast<std::size_t>(st.st_size) > limit) {
-    return false;
+// A path from the image, quoted for a key=value log line: its quotes, backslashes and
+// control characters escaped, so it cannot forge a line of the shim's log.
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      out += hex;
+    } else {
+      out += c;
+    }
   }
-  out->resize(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  while (done < out->size()) {
-    ssize_t n = ::read(fd, out->data() + done, out->size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;  // shrank under us, or an error: let the child load it
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
+  return out + "\"";
 }
+
+std::size_t content_hash(const std::string& bytes) { return std::hash<std::string>{}(bytes); }
 
 }  // namespace
 
@@ -48,60 +47,82 @@ void* ModuleCache::spare() {
   return spare_;
 }
 
-bool file_matches(const std::string& path, const std::string& bytes) {
-  shim::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  struct stat st;
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::uint64_t>(st.st_size) != bytes.size()) {
-    return false;
+bool ModuleCache::refused_before(const std::string& bytes) const {
+  const auto key = std::make_pair(bytes.size(), content_hash(bytes));
+  for (const auto& refused : refused_) {
+    if (refused == key) return true;
   }
-  if (bytes.empty()) return true;
-  void* mapped = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (mapped == MAP_FAILED) return false;
-  bool same = std::memcmp(mapped, bytes.data(), bytes.size()) == 0;
-  ::munmap(mapped, bytes.size());
-  return same;
+  return false;
+}
+
+void ModuleCache::remember_refused(const std::string& bytes) {
+  refused_.emplace_front(bytes.size(), content_hash(bytes));
+  if (refused_.size() > kMaxRefused) refused_.pop_back();
 }
 
 const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const std::string& module) {
-  if (rootfs.empty()) return nullptr;
+  if (rootfs.empty() || !api_.has_steps()) return nullptr;
   shim::UniqueFd fd = open_in_rootfs(rootfs, module);
   std::string bytes;
-  if (fd.get() < 0 || !read_whole(fd.get(), kMaxBytes, &bytes)) return nullptr;
+  if (fd.get() < 0 || !read_module_file(fd.get(), kMaxBytes, &bytes)) return nullptr;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->bytes == bytes) {
       entries_.splice(entries_.begin(), entries_, it);
       return &entries_.front();
     }
   }
+  // A false match of size and hash only leaves a module to its child: the safe side.
+  if (refused_before(bytes)) return nullptr;
   const auto began = std::chrono::steady_clock::now();
-  void* vm = instantiate(bytes);
-  if (vm == nullptr) return nullptr;
+  std::string why;
+  void* vm = instantiate(bytes, &why);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
   // To the shim's log (the zygote's stderr): once per module and shim.
-  std::fprintf(
-      stderr, "level=info msg=\"wasm zygote: module made ready\" module=\"%s\" bytes=%zu ms=%.1f\n",
-      module.c_str(), bytes.size(),
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count());
-  bytes_ += bytes.size();
+  if (vm == nullptr) {
+    remember_refused(bytes);
+    std::fprintf(stderr,
+                 "level=info msg=\"wasm zygote: module left to its process\" module=%s "
+                 "bytes=%zu reason=%s\n",
+                 quoted(module).c_str(), bytes.size(), quoted(why).c_str());
+    return nullptr;
+  }
+  std::fprintf(stderr,
+               "level=info msg=\"wasm zygote: module made ready\" module=%s bytes=%zu ms=%.1f\n",
+               quoted(module).c_str(), bytes.size(), ms);
+  const std::size_t size = bytes.size();
   entries_.push_front(Entry{std::move(bytes), vm});
+  bytes_ += size;
   while (entries_.size() > kMaxModules || (bytes_ > kMaxBytes && entries_.size() > 1)) {
     bytes_ -= entries_.back().bytes.size();
     api_.vm_delete(entries_.back().vm);
     entries_.pop_back();
   }
-  return entries_.empty() || entries_.front().vm != vm ? nullptr : &entries_.front();
+  return &entries_.front();
 }
 
-void* ModuleCache::instantiate(const std::string& bytes) {
-  if (!can_instantiate_before_fork(bytes)) return nullptr;
+void* ModuleCache::instantiate(const std::string& bytes, std::string* why) {
+  if (!can_instantiate_before_fork(bytes, why)) return nullptr;
   void* vm = spare_ != nullptr ? std::exchange(spare_, nullptr) : api_.vm_create(config_, nullptr);
-  if (vm == nullptr) return nullptr;
-  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  if (api_.result_ok(
-          api_.vm_load_wasm_from_buffer(vm, data, static_cast<std::uint32_t>(bytes.size()))) &&
-      api_.result_ok(api_.vm_validate(vm)) && api_.result_ok(api_.vm_instantiate(vm))) {
-    return vm;
+  if (vm == nullptr) {
+    *why = "no VM could be made";
+    return nullptr;
   }
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const char* step = "load";
+  WasmEdgeResult result = api_.vm_load_bytes(vm, data, static_cast<std::uint32_t>(bytes.size()));
+  if (api_.result_ok(result)) {
+    step = "validate";
+    result = api_.vm_validate(vm);
+  }
+  if (api_.result_ok(result)) {
+    step = "instantiate";
+    result = api_.vm_instantiate(vm);
+  }
+  if (api_.result_ok(result)) return vm;
+  const char* message =
+      api_.result_get_message != nullptr ? api_.result_get_message(result) : nullptr;
+  *why = std::string(step) + ": " + (message != nullptr ? message : "failed");
   api_.vm_delete(vm);
   return nullptr;
 }

@@ -7,8 +7,9 @@
 //
 // A module is known by its bytes, never by its path or inode: two containers' rootfs
 // paths differ for one image, and a changed file is another module. Modules that cannot
-// be made ready (a start section, an import WASI lacks, a malformed file, too large) are
-// left to the child, which loads the file itself and reports the engine's error as ever.
+// be made ready (shim-wasm/src/fork_ready.h; an import WASI lacks, a malformed file, too
+// large, an engine without the step-by-step API) are left to the child, which loads the
+// file itself and reports the engine's error as ever; the shim's log says why, once.
 //
 // Threading: the zygote's only thread (serve_forks' before_fork); a child uses the VM it
 // inherited.
@@ -21,11 +22,6 @@
 #include "wasmedge_api.h"
 
 namespace shim_wasm {
-
-// True when the file at `path` (as the caller sees it: the child, in the container's
-// root) holds exactly `bytes`. Maps it rather than reading it to the heap, whose pages a
-// child would keep.
-bool file_matches(const std::string& path, const std::string& bytes);
 
 class ModuleCache {
  public:
@@ -47,7 +43,7 @@ class ModuleCache {
   // dir `rootfs`; nullptr when it cannot be made ready (the child then runs the file
   // itself). Reads the file every time; parses it only when new. Valid until the next
   // call. The file the child sees can differ (a mount of the spec over its dir, a write
-  // since): the child checks it against `bytes` (file_matches).
+  // since): the child checks it against `bytes` (file_holds, module_file.h).
   const Entry* ready(const std::string& rootfs, const std::string& module);
 
   // A VM that holds none of the cache's modules, for a child that runs its file itself;
@@ -57,18 +53,24 @@ class ModuleCache {
 
   // Bounds: what the zygote keeps is shared by its children but paid once per shim
   // (the file's bytes, to know it again, and its VM). Past them the least recently
-  // used module goes; a larger file is never kept.
+  // used module goes; a larger file is never kept. Modules that could not be made
+  // ready are remembered by size and hash (kMaxRefused), so they are not parsed again.
   static constexpr std::size_t kMaxModules = 8;
   static constexpr std::size_t kMaxBytes = 64u << 20;
+  static constexpr std::size_t kMaxRefused = 64;
 
  private:
-  void* instantiate(const std::string& bytes);
+  // The module's VM, or nullptr with *why saying what kept it out.
+  void* instantiate(const std::string& bytes, std::string* why);
+  bool refused_before(const std::string& bytes) const;
+  void remember_refused(const std::string& bytes);
 
   const WasmEdgeApi& api_;
   void* config_;
   void* spare_;
-  std::list<Entry> entries_;  // most recently used first
-  std::size_t bytes_ = 0;     // of the entries' files
+  std::list<Entry> entries_;                                // most recently used first
+  std::size_t bytes_ = 0;                                   // of the entries' files
+  std::list<std::pair<std::size_t, std::size_t>> refused_;  // size, hash; newest first
 };
 
 }  // namespace shim_wasm

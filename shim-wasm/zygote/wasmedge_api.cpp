@@ -16,6 +16,13 @@ bool find(void* library, const char* name, F* out, std::string* error) {
   return true;
 }
 
+// Leaves *out null when the library lacks it; always true (for the && chain).
+template <typename F>
+bool find_optional(void* library, const char* name, F* out) {
+  *out = reinterpret_cast<F>(::dlsym(library, name));
+  return true;
+}
+
 }  // namespace
 
 bool WasmEdgeApi::load(std::string* error) {
@@ -34,11 +41,12 @@ bool WasmEdgeApi::load(std::string* error) {
          find(library, "WasmEdge_ModuleInstanceInitWASI", &module_instance_init_wasi, error) &&
          find(library, "WasmEdge_VMRunWasmFromFile", &vm_run_wasm_from_file, error) &&
          find(library, "WasmEdge_VMDelete", &vm_delete, error) &&
-         // Deprecated (WasmEdge_VMLoadWasmFromBytes is its newer name) but in 0.14-0.17.
-         find(library, "WasmEdge_VMLoadWasmFromBuffer", &vm_load_wasm_from_buffer, error) &&
-         find(library, "WasmEdge_VMValidate", &vm_validate, error) &&
-         find(library, "WasmEdge_VMInstantiate", &vm_instantiate, error) &&
-         find(library, "WasmEdge_VMExecute", &vm_execute, error) &&
+         find_optional(library, "WasmEdge_VMLoadWasmFromBytes", &vm_load_bytes_new) &&
+         find_optional(library, "WasmEdge_VMLoadWasmFromBuffer", &vm_load_buffer_old) &&
+         find_optional(library, "WasmEdge_VMValidate", &vm_validate) &&
+         find_optional(library, "WasmEdge_VMInstantiate", &vm_instantiate) &&
+         find_optional(library, "WasmEdge_VMExecute", &vm_execute) &&
+         find_optional(library, "WasmEdge_ResultGetMessage", &result_get_message) &&
          find(library, "WasmEdge_StringCreateByCString", &string_create_by_c_string, error) &&
          find(library, "WasmEdge_ModuleInstanceWASIGetExitCode",
               &module_instance_wasi_get_exit_code, error) &&

@@ -2,7 +2,8 @@
 // zygote calls, found with dlopen/dlsym: the zygote builds without WasmEdge's headers
 // and runs with whichever libwasmedge.so.0 its loader's library path holds.
 //
-// Threading: load once in the zygote's only thread; the children call the rest.
+// Threading: load once in the zygote's only thread; the zygote (VMs and its module
+// cache) and its children call the rest.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +18,26 @@ struct WasmEdgeString {
   std::uint32_t length;
   const char* buf;
 };
+struct WasmEdgeBytes {  // WasmEdge_Bytes: the length first
+  std::uint32_t length;
+  const std::uint8_t* buf;
+};
 
 class WasmEdgeApi {
  public:
-  // dlopen("libwasmedge.so.0") and every symbol below; false with *error saying which.
+  // dlopen("libwasmedge.so.0") and every symbol below; false with *error saying which
+  // required one is missing.
   bool load(std::string* error);
+  // Whether the step-by-step run is there (every one of its functions found).
+  bool has_steps() const {
+    return (vm_load_bytes_new != nullptr || vm_load_buffer_old != nullptr) &&
+           vm_validate != nullptr && vm_instantiate != nullptr && vm_execute != nullptr;
+  }
+  // Loads `size` bytes into `vm` through whichever load function the library has.
+  WasmEdgeResult vm_load_bytes(void* vm, const std::uint8_t* bytes, std::uint32_t size) const {
+    return vm_load_bytes_new != nullptr ? vm_load_bytes_new(vm, WasmEdgeBytes{size, bytes})
+                                        : vm_load_buffer_old(vm, bytes, size);
+  }
 
   void* (*configure_create)() = nullptr;
   void (*configure_add_host_registration)(void* config, int host) = nullptr;
@@ -35,9 +51,13 @@ class WasmEdgeApi {
                                           const void* params, std::uint32_t params_len,
                                           void* returns, std::uint32_t returns_len) = nullptr;
   void (*vm_delete)(void* vm) = nullptr;
-  // The step-by-step run (the module cache's): load, validate, instantiate, execute.
-  WasmEdgeResult (*vm_load_wasm_from_buffer)(void* vm, const std::uint8_t* bytes,
-                                             std::uint32_t size) = nullptr;
+  // The step-by-step run (the module cache's: load, validate, instantiate, execute). Not
+  // required: without one of them, has_steps() is false and modules load in the child.
+  // WasmEdge_VMLoadWasmFromBytes where the library has it (0.14+), else the older
+  // WasmEdge_VMLoadWasmFromBuffer: one of the two is vm_load_bytes.
+  WasmEdgeResult (*vm_load_bytes_new)(void* vm, WasmEdgeBytes bytes) = nullptr;
+  WasmEdgeResult (*vm_load_buffer_old)(void* vm, const std::uint8_t* bytes,
+                                       std::uint32_t size) = nullptr;
   WasmEdgeResult (*vm_validate)(void* vm) = nullptr;
   WasmEdgeResult (*vm_instantiate)(void* vm) = nullptr;
   WasmEdgeResult (*vm_execute)(void* vm, WasmEdgeString function, const void* params,
@@ -46,6 +66,7 @@ class WasmEdgeApi {
   WasmEdgeString (*string_create_by_c_string)(const char* text) = nullptr;
   std::uint32_t (*module_instance_wasi_get_exit_code)(const void* module) = nullptr;
   bool (*result_ok)(WasmEdgeResult result) = nullptr;
+  const char* (*result_get_message)(WasmEdgeResult result) = nullptr;
   const char* (*version_get)() = nullptr;
 
   // WasmEdge_HostRegistration_Wasi.

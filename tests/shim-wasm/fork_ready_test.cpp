@@ -36,6 +36,48 @@ TEST_CASE("can_instantiate_before_fork: core modules without a start section",
   CHECK_FALSE(can_instantiate_before_fork(std::string("\0asm", 4)));
 }
 
+// What instantiation allocates must stay bounded in the zygote, which all containers
+// share: WasmEdge fills a table's minimum at once, GC types allow allocations in
+// initializers, shared or 64-bit memories are not plain ones.
+TEST_CASE("can_instantiate_before_fork: bounded declarations only", "[wasm][fork-ready]") {
+  using shim_wasm::can_instantiate_before_fork;
+  std::string why;
+  const std::string small_table = section(4, std::string("\x01\x70\x00\x10", 4));
+  CHECK(can_instantiate_before_fork(kHeader + small_table, &why));
+  CHECK(why.empty());
+  // (table 0xffffffff funcref): min as a 5-byte LEB128.
+  const std::string huge_table = section(4, std::string("\x01\x70\x00\xff\xff\xff\xff\x0f", 8));
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + huge_table, &why));
+  CHECK(why == "tables of 4294967295 entries");
+  // Two tables under the bound each (540672 entries), over it together.
+  const std::string two =
+      section(4, std::string("\x02\x70\x00\x80\x80\x21\x6f\x00\x80\x80\x21", 11));
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + two, &why));
+  // A GC struct type (0x5f) and a function type with a typed reference (0x64 ...).
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(1, std::string("\x01\x5f\x00", 3))));
+  CHECK_FALSE(can_instantiate_before_fork(kHeader +
+                                          section(1, std::string("\x01\x60\x01\x64\x70\x00", 6))));
+  // Memories: plain (flags 0 or 1) taken; shared (3) and 64-bit (4) not.
+  CHECK(can_instantiate_before_fork(kHeader + section(5, std::string("\x01\x01\x01\x02", 4))));
+  CHECK_FALSE(
+      can_instantiate_before_fork(kHeader + section(5, std::string("\x01\x03\x01\x02", 4))));
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(5, std::string("\x01\x04\x01", 3))));
+}
+
+// The walk follows section sizes: an 8 inside a payload is data, a size may take
+// several LEB128 bytes.
+TEST_CASE("can_instantiate_before_fork: section sizes, not bytes, find a start section",
+          "[wasm][fork-ready]") {
+  using shim_wasm::can_instantiate_before_fork;
+  CHECK(can_instantiate_before_fork(kHeader + section(0, std::string("\x01\x08\x08\x01", 4))));
+  std::string custom(200, '\x08');
+  custom[0] = 1;                                                            // name length 1
+  const std::string long_custom = std::string("\x00\xc8\x01", 3) + custom;  // size 200
+  CHECK(can_instantiate_before_fork(kHeader + long_custom));
+  CHECK_FALSE(
+      can_instantiate_before_fork(kHeader + long_custom + section(8, std::string(1, '\0'))));
+}
+
 TEST_CASE("module payload: the module and the rootfs round trip", "[wasm][fork-ready]") {
   auto payload = shim_wasm::decode_module_payload(
       shim_wasm::encode_module_payload({"/app/m.wasm", "/run/x/rootfs"}));

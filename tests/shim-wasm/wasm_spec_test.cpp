@@ -1,7 +1,10 @@
 // classify, wasm_spec, wasm_process and prepare_wasm_root on specs shaped like the ones
 // containerd's `ctr run` and CRI write, and a rootfs in a temp dir.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <string>
 
@@ -87,6 +90,23 @@ TEST_CASE("open_in_rootfs resolves symlinks inside the rootfs", "[wasm]") {
   CHECK(::read(fd.get(), buf, sizeof buf) == 7);
   CHECK(std::string(buf) == "inside\n");
   CHECK(shim_wasm::open_in_rootfs(rootfs.path(), "/../../../etc/passwd").get() < 0);
+}
+
+// A FIFO the container made would block whoever opens it for reading (the shim at
+// Create, the zygote before a fork), a device node's open acts on the device: only a
+// regular file is opened, and the others are refused at once.
+TEST_CASE("open_in_rootfs opens only regular files", "[wasm]") {
+  Rootfs rootfs;
+  REQUIRE(::mkfifo((rootfs.path() + "/fifo.wasm").c_str(), 0644) == 0);
+  CHECK(shim_wasm::open_in_rootfs(rootfs.path(), "/fifo.wasm").get() < 0);
+  CHECK(errno == EINVAL);
+  CHECK(shim_wasm::open_in_rootfs(rootfs.path(), "/app").get() < 0);
+  CHECK(errno == EISDIR);
+  shim::UniqueFd fd = shim_wasm::open_in_rootfs(rootfs.path(), "/hello.wasm");
+  REQUIRE(fd.get() >= 0);
+  CHECK((::fcntl(fd.get(), F_GETFL) & O_ACCMODE) == O_RDONLY);  // readable, not O_PATH
+  char head[4];
+  CHECK(::read(fd.get(), head, 4) == 4);
 }
 
 TEST_CASE("wasm_process runs the module in the engine with its args and env", "[wasm]") {

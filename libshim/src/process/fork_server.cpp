@@ -128,7 +128,13 @@ void serve_one(Spawner& spawner, const std::string& bytes, std::vector<UniqueFd>
     request.clone_parent = true;
     prepare(hooks, child, request.path);
     request.run_in_child = [&hooks, &child] { return hooks.entry(child); };
-    status = spawner.spawn(request, &spawned);
+    if (int threads = hooks.before_fork ? thread_count() : 1; threads != 1) {
+      // The child would hold locks of threads it does not have.
+      status = unknown(fmt::format("spawn {}: the fork server's before_fork left {} threads",
+                                   request.path, threads));
+    } else {
+      status = spawner.spawn(request, &spawned);
+    }
   }
   std::vector<int> answer_fds;
   if (status.ok()) {
@@ -236,6 +242,10 @@ int serve_forks(int control_fd, ForkServerHooks hooks) {
                  threads);
     return 1;
   }
+  // Its stderr is the shim's log, which can close under it (a shared shim's is the first
+  // task's log FIFO, closed when that task is gone): a line written then must fail, not
+  // kill the server. The children get every signal's default back (spawn_child.cpp).
+  ::signal(SIGPIPE, SIG_IGN);
   PosixSpawner spawner;
   for (;;) {
     if (hooks.when_idle && idle_for(control_fd, hooks.idle_after)) {

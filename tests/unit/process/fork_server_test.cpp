@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -270,7 +271,8 @@ pid_t fork_through(int control, std::string_view payload, shim::ProcessGate* gat
 
 // before_fork runs in the server before each fork: the child inherits what it prepared
 // (here the payload's number, its exit status). One that throws costs only its own
-// preparation: the fork goes on and the server serves the next request.
+// preparation: the fork goes on and the server serves the next request. The server
+// ignores SIGPIPE; its children do not.
 TEST_CASE("a fork server's before_fork prepares what the child inherits, and may throw",
           "[fork-server]") {
   int control[2];
@@ -285,7 +287,11 @@ TEST_CASE("a fork server's before_fork prepares what the child inherits, and may
       if (child.payload == "throw") throw std::runtime_error("no preparation");
       prepared = std::stoi(child.payload);
     };
-    hooks.entry = [&prepared](const shim::ForkedChild&) { return prepared; };
+    hooks.entry = [&prepared](const shim::ForkedChild&) {
+      struct sigaction pipe_action {};
+      ::sigaction(SIGPIPE, nullptr, &pipe_action);
+      return pipe_action.sa_handler == SIG_DFL ? prepared : 99;  // the server ignores it
+    };
     ::_exit(shim::serve_forks(control[1], std::move(hooks)));
   }
   ::close(control[1]);

@@ -100,7 +100,8 @@ struct ForkServerHooks {
 // The fork server's loop: reads requests from `control_fd` until the shim closes it,
 // spawning each child with `hooks.entry` as its run_in_child. Returns 0 at EOF; 1 when
 // it cannot serve (more than one thread, a broken control socket), after saying why on
-// stderr.
+// stderr. It ignores SIGPIPE from then on (a closed stderr must not end it); each child
+// starts with every signal's default action.
 int serve_forks(int control_fd, ForkServerHooks hooks);
 
 // The same, with only an entry and an idle hook.
