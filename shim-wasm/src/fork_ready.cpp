@@ -12,6 +12,8 @@ constexpr std::uint8_t kSectionType = 1;
 constexpr std::uint8_t kSectionTable = 4;
 constexpr std::uint8_t kSectionMemory = 5;
 constexpr std::uint8_t kSectionStart = 8;
+constexpr std::uint8_t kSectionCode = 10;
+constexpr std::uint8_t kSectionData = 11;
 constexpr std::uint8_t kFuncType = 0x60;
 
 // A bounded reader over one section's payload.
@@ -93,12 +95,54 @@ std::string check_tables(Reader r) {
   return {};
 }
 
+// One memory at most (WasmEdge maps each one's minimum at instantiation), of at most
+// kMaxZygoteMemoryPages.
 std::string check_memories(Reader r) {
   auto count = r.u32();
   if (!count) return "a truncated memory section";
+  if (*count > 1) return fmt::format("{} memories", *count);
   for (std::uint32_t i = 0; i < *count; ++i) {
-    if (!plain_limits_min(r)) return fmt::format("memory {} is shared or 64-bit", i);
+    auto min = plain_limits_min(r);
+    if (!min) return fmt::format("memory {} is shared or 64-bit", i);
+    if (*min > kMaxZygoteMemoryPages) return fmt::format("a memory of {} pages at least", *min);
   }
+  return {};
+}
+
+// The validator keeps a record per declared local, all functions' at once.
+std::string check_code(Reader r) {
+  auto count = r.u32();
+  if (!count) return "a truncated code section";
+  std::uint64_t total = 0;
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    auto size = r.u32();
+    auto body = size ? r.take(*size) : std::nullopt;
+    if (!body) return "a truncated code section";
+    Reader locals(*body);
+    auto groups = locals.u32();
+    if (!groups) return fmt::format("function body {} is malformed", i);
+    std::uint64_t declared = 0;
+    for (std::uint32_t g = 0; g < *groups; ++g) {
+      auto n = locals.u32();
+      auto type = n ? locals.byte() : std::nullopt;
+      if (!type) return fmt::format("function body {} is malformed", i);
+      if (!is_plain_value_type(*type)) return fmt::format("function body {} has a typed local", i);
+      declared += *n;
+      if (declared > kMaxZygoteLocalsPerFunction)
+        return fmt::format("function body {} declares {} locals or more", i, declared);
+    }
+    total += declared;
+  }
+  if (total > kMaxZygoteLocals) return fmt::format("{} locals in all", total);
+  return {};
+}
+
+// Each active segment can touch pages of its own in the memory: their number bounds
+// what instantiation dirties beyond the file's own bytes.
+std::string check_data(Reader r) {
+  auto count = r.u32();
+  if (!count) return "a truncated data section";
+  if (*count > kMaxZygoteDataSegments) return fmt::format("{} data segments", *count);
   return {};
 }
 
@@ -115,6 +159,8 @@ std::string why_not(std::string_view bytes) {
     if (*id == kSectionType) why = check_types(Reader(*payload));
     if (*id == kSectionTable) why = check_tables(Reader(*payload));
     if (*id == kSectionMemory) why = check_memories(Reader(*payload));
+    if (*id == kSectionCode) why = check_code(Reader(*payload));
+    if (*id == kSectionData) why = check_data(Reader(*payload));
     if (!why.empty()) return why;
   }
   return {};

@@ -5,9 +5,10 @@
 // not be the module's own code. Instantiation runs a module's start function (the start
 // section, not WASI's _start), so a module with one is left to its child. It also
 // allocates what the module declares (WasmEdge fills a table's minimum size at once,
-// and GC types allow allocations in initializers), so only modules whose declared
-// tables are small, whose types are plain function types and whose memories are plain
-// 32-bit ones are taken. Anything else the child loads itself, as before.
+// maps a memory's minimum, keeps a record per declared local while validating; GC types
+// allow allocations in initializers; each data segment may dirty pages of its own), so
+// only modules whose declarations are bounded are taken. Anything else the child loads
+// itself, as before.
 //
 // Threading: a plain function.
 #pragma once
@@ -18,13 +19,19 @@
 
 namespace shim_wasm {
 
-// The most table entries (all tables' minimums summed) instantiated in the zygote.
+// What a module instantiated in the zygote may declare: table entries (all tables'
+// minimums summed), one memory's minimum pages (1 GiB), locals per function (V8's
+// limit) and in all, active or passive data segments.
 inline constexpr std::uint64_t kMaxZygoteTableEntries = 1u << 20;
+inline constexpr std::uint32_t kMaxZygoteMemoryPages = 16384;
+inline constexpr std::uint64_t kMaxZygoteLocalsPerFunction = 50000;
+inline constexpr std::uint64_t kMaxZygoteLocals = 1u << 20;
+inline constexpr std::uint32_t kMaxZygoteDataSegments = 1024;
 
 // True when `bytes` is a core module (magic, version 1) whose section list is well
-// formed to its end, with no start section (id 8), only function types of one-byte
-// value types, tables of at most kMaxZygoteTableEntries entries in all, and memories
-// neither shared nor 64-bit. Otherwise false, and *why (if given) says what.
+// formed to its end, with no start section (id 8), only function types and locals of
+// one-byte value types, and declarations within the bounds above (one memory, neither
+// shared nor 64-bit). Otherwise false, and *why (if given) says what.
 bool can_instantiate_before_fork(std::string_view bytes, std::string* why = nullptr);
 
 }  // namespace shim_wasm

@@ -29,9 +29,11 @@ shim::UniqueFd open_in_rootfs(const std::string& rootfs, const std::string& path
     errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     return shim::UniqueFd();
   }
-  // The O_PATH fd names the inode found: reopening it cannot land elsewhere.
+  // The O_PATH fd names the inode found: reopening it cannot land elsewhere. O_NONBLOCK:
+  // a lease the container's process holds on the file fails the open rather than
+  // holding it until the lease breaks (reads of a regular file are not affected).
   const std::string self = "/proc/self/fd/" + std::to_string(found.get());
-  return shim::UniqueFd(::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  return shim::UniqueFd(::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
 }
 
 }  // namespace shim_wasm

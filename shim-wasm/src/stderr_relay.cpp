@@ -7,49 +7,80 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include <fmt/format.h>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 
 namespace shim_wasm {
 namespace {
 
+constexpr std::size_t kMaxLine = 4096;
+
 // Owns itself through the pending read; gone at EOF or an error.
 class Relay : public std::enable_shared_from_this<Relay> {
  public:
-  Relay(const boost::asio::any_io_executor& executor, int read_end) : pipe_(executor, read_end) {}
+  Relay(const boost::asio::any_io_executor& executor, const shim::Logger& logger, int read_end)
+      : pipe_(executor, read_end), logger_(logger) {}
 
   void read() {
     pipe_.async_read_some(
         boost::asio::buffer(buffer_),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-          if (ec) return;  // EOF: the helper and its copies are gone
-          self->copy(n);
+          if (ec) {  // EOF: the helper is gone; what it left unended
+            if (!self->line_.empty()) log_relayed_line(self->logger_, self->line_);
+            return;
+          }
+          self->take(n);
           self->read();
         });
   }
 
  private:
-  // The shim's stderr is a non-blocking FIFO: what does not fit now is dropped, as the
-  // shim's own logger drops it, rather than stall the event loop.
-  void copy(std::size_t n) {
-    std::size_t done = 0;
-    while (done < n) {
-      ssize_t w = ::write(STDERR_FILENO, buffer_.data() + done, n - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return;
-      done += static_cast<std::size_t>(w);
+  void take(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      char c = buffer_[i];
+      if (c == '\n' || line_.size() == kMaxLine) {
+        log_relayed_line(logger_, line_);
+        line_.clear();
+        if (c == '\n') continue;
+      }
+      line_.push_back(c);
     }
   }
 
   boost::asio::posix::stream_descriptor pipe_;
+  const shim::Logger& logger_;
   std::array<char, 4096> buffer_{};
+  std::string line_;  // the unended line so far
 };
 
 }  // namespace
 
+void log_relayed_line(const shim::Logger& logger, std::string_view line) {
+  if (line.empty()) return;
+  std::size_t tab = line.find('\t');
+  if (tab == std::string_view::npos) {
+    logger.info("wasm zygote", {{"said", std::string(line)}});
+    return;
+  }
+  shim::LogFields fields;
+  std::string_view rest = line.substr(tab + 1);
+  while (!rest.empty()) {
+    std::size_t next = rest.find('\t');
+    std::string_view field = rest.substr(0, next);
+    std::size_t eq = field.find('=');
+    if (eq != std::string_view::npos && eq > 0) {
+      fields.push_back({std::string(field.substr(0, eq)), std::string(field.substr(eq + 1))});
+    }
+    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
+  }
+  logger.info(line.substr(0, tab), fields);
+}
+
 shim::Status start_stderr_relay(const boost::asio::any_io_executor& executor,
-                                shim::UniqueFd* write_end) {
+                                const shim::Logger& logger, shim::UniqueFd* write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return shim::Status(
@@ -57,8 +88,9 @@ shim::Status start_stderr_relay(const boost::asio::any_io_executor& executor,
         fmt::format("wasm: a pipe for the zygote's stderr: {}", std::strerror(errno)));
   }
   *write_end = shim::UniqueFd(fds[1]);
-  auto relay = std::make_shared<Relay>(executor, fds[0]);
-  relay->read();
+  auto relay = std::make_shared<Relay>(executor, logger, fds[0]);
+  // Started on the loop, where every later read is started too.
+  boost::asio::post(executor, [relay] { relay->read(); });
   return {};
 }
 

@@ -62,7 +62,8 @@ shim::Status WasmZygote::server(std::shared_ptr<shim::ForkServer>* out) {
   request.path = request.argv.front();
   // What it says goes to the shim's log, wherever that is by then (stderr_relay.h).
   shim::UniqueFd relay;
-  if (shim::Status s = start_stderr_relay(context_.executor, &relay); !s.ok()) return s;
+  if (shim::Status s = start_stderr_relay(context_.executor, context_.logger, &relay); !s.ok())
+    return s;
   request.fds.emplace_back(2, relay.get());
   std::unique_ptr<shim::ForkServer> started;
   if (shim::Status s =

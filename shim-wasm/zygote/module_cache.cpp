@@ -1,5 +1,7 @@
 #include "module_cache.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -14,15 +16,12 @@
 namespace shim_wasm {
 namespace {
 
-// A path from the image, quoted for a key=value log line: its quotes, backslashes and
-// control characters escaped, so it cannot forge a line of the shim's log.
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
+// A path or message for a relayed log line (shim-wasm/src/stderr_relay.h): its tabs,
+// newlines and other control characters escaped, so it stays one field of one line.
+std::string field_text(std::string_view text) {
+  std::string out;
   for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
       out += hex;
@@ -30,7 +29,17 @@ std::string quoted(std::string_view text) {
       out += c;
     }
   }
-  return out + "\"";
+  return out;
+}
+
+// This process's resident bytes (/proc/self/statm), 0 if unknown.
+std::size_t resident_bytes() {
+  std::FILE* statm = std::fopen("/proc/self/statm", "re");
+  if (statm == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  int got = std::fscanf(statm, "%lu %lu", &size, &resident);
+  std::fclose(statm);
+  return got == 2 ? resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
 std::size_t content_hash(const std::string& bytes) { return std::hash<std::string>{}(bytes); }
@@ -74,27 +83,30 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   // A false match of size and hash only leaves a module to its child: the safe side.
   if (refused_before(bytes)) return nullptr;
   const auto began = std::chrono::steady_clock::now();
+  const std::size_t resident_before = resident_bytes();
   std::string why;
   void* vm = instantiate(bytes, &why);
+  const std::size_t resident_after = resident_bytes();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
-  // To the shim's log (the zygote's stderr): once per module and shim.
+  // To the shim's log (the zygote's stderr, stderr_relay.h): once per module and shim.
   if (vm == nullptr) {
     remember_refused(bytes);
     std::fprintf(stderr,
-                 "level=info msg=\"wasm zygote: module left to its process\" module=%s "
-                 "bytes=%zu reason=%s\n",
-                 quoted(module).c_str(), bytes.size(), quoted(why).c_str());
+                 "wasm zygote: module left to its process\tmodule=%s\tbytes=%zu\treason=%s\n",
+                 field_text(module).c_str(), bytes.size(), field_text(why).c_str());
     return nullptr;
   }
+
+  const std::size_t cost =
+      bytes.size() + (resident_after > resident_before ? resident_after - resident_before : 0);
   std::fprintf(stderr,
-               "level=info msg=\"wasm zygote: module made ready\" module=%s bytes=%zu ms=%.1f\n",
-               quoted(module).c_str(), bytes.size(), ms);
-  const std::size_t size = bytes.size();
-  entries_.push_front(Entry{std::move(bytes), vm});
-  bytes_ += size;
-  while (entries_.size() > kMaxModules || (bytes_ > kMaxBytes && entries_.size() > 1)) {
-    bytes_ -= entries_.back().bytes.size();
+               "wasm zygote: module made ready\tmodule=%s\tbytes=%zu\tkept_kib=%zu\tms=%.1f\n",
+               field_text(module).c_str(), bytes.size(), cost / 1024, ms);
+  entries_.push_front(Entry{std::move(bytes), vm, cost});
+  cost_ += cost;
+  while (entries_.size() > kMaxModules || (cost_ > kMaxBytes && entries_.size() > 1)) {
+    cost_ -= entries_.back().cost;
     api_.vm_delete(entries_.back().vm);
     entries_.pop_back();
   }

@@ -37,6 +37,7 @@ class ModuleCache {
   struct Entry {
     std::string bytes;
     void* vm;
+    std::size_t cost = 0;  // the file's bytes and what instantiating it added to RSS
   };
 
   // The entry whose module is the file `module` (a path in the container) under the host
@@ -52,8 +53,9 @@ class ModuleCache {
   void* spare();
 
   // Bounds: what the zygote keeps is shared by its children but paid once per shim
-  // (the file's bytes, to know it again, and its VM). Past them the least recently
-  // used module goes; a larger file is never kept. Modules that could not be made
+  // (the file's bytes, to know it again, and what its VM and instance added to the
+  // zygote's RSS). Past them the least recently used module goes; a larger file is
+  // never kept. Modules that could not be made
   // ready are remembered by size and hash (kMaxRefused), so they are not parsed again.
   static constexpr std::size_t kMaxModules = 8;
   static constexpr std::size_t kMaxBytes = 64u << 20;
@@ -69,7 +71,7 @@ class ModuleCache {
   void* config_;
   void* spare_;
   std::list<Entry> entries_;                                // most recently used first
-  std::size_t bytes_ = 0;                                   // of the entries' files
+  std::size_t cost_ = 0;                                    // the entries' costs summed
   std::list<std::pair<std::size_t, std::size_t>> refused_;  // size, hash; newest first
 };
 

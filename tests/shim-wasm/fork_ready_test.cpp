@@ -53,6 +53,7 @@ TEST_CASE("can_instantiate_before_fork: bounded declarations only", "[wasm][fork
   const std::string two =
       section(4, std::string("\x02\x70\x00\x80\x80\x21\x6f\x00\x80\x80\x21", 11));
   CHECK_FALSE(can_instantiate_before_fork(kHeader + two, &why));
+  CHECK(why == "tables of 1081344 entries");
   // A GC struct type (0x5f) and a function type with a typed reference (0x64 ...).
   CHECK_FALSE(can_instantiate_before_fork(kHeader + section(1, std::string("\x01\x5f\x00", 3))));
   CHECK_FALSE(can_instantiate_before_fork(kHeader +
@@ -76,6 +77,38 @@ TEST_CASE("can_instantiate_before_fork: section sizes, not bytes, find a start s
   CHECK(can_instantiate_before_fork(kHeader + long_custom));
   CHECK_FALSE(
       can_instantiate_before_fork(kHeader + long_custom + section(8, std::string(1, '\0'))));
+}
+
+// The validator keeps a record per declared local; each data segment may dirty pages of
+// its own; WasmEdge maps each memory's minimum.
+TEST_CASE("can_instantiate_before_fork: locals, data segments, memories", "[wasm][fork-ready]") {
+  using shim_wasm::can_instantiate_before_fork;
+  std::string why;
+  // One body declaring 60000 i32 locals (0xe0 0xd4 0x03), then `end`.
+  const std::string many_locals = std::string("\x01\xe0\xd4\x03\x7f\x0b", 6);
+  const std::string code =
+      section(10, std::string("\x01", 1) + static_cast<char>(many_locals.size()) + many_locals);
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + code, &why));
+  CHECK(why == "function body 0 declares 60000 locals or more");
+  // Two groups of 30000 each in one body: summed.
+  const std::string split = std::string("\x02\xb0\xea\x01\x7f\xb0\xea\x01\x7e\x0b", 10);
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + section(10, std::string("\x01", 1) + static_cast<char>(split.size()) + split)));
+  // A few locals are fine.
+  const std::string few = std::string("\x01\x04\x7f\x0b", 4);
+  CHECK(can_instantiate_before_fork(
+      kHeader + section(10, std::string("\x01", 1) + static_cast<char>(few.size()) + few)));
+  // 1025 data segments (only the count is read).
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(11, std::string("\x81\x08", 2)), &why));
+  CHECK(why == "1025 data segments");
+  CHECK(can_instantiate_before_fork(kHeader + section(11, std::string("\x00", 1))));
+  // Two memories; one past 1 GiB (16385 pages).
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + section(5, std::string("\x02\x00\x01\x00\x01", 5)), &why));
+  CHECK(why == "2 memories");
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + section(5, std::string("\x01\x00\x81\x80\x01", 5)), &why));
+  CHECK(why == "a memory of 16385 pages at least");
 }
 
 TEST_CASE("module payload: the module and the rootfs round trip", "[wasm][fork-ready]") {

@@ -163,7 +163,7 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   auto again = s.fx.ctr(s.run({"--rm"}, "hello-again", {"/hello.wasm", "5"}));
   CHECK(again.exit_code == 5);
   CHECK(again.out == "hello from wasm\nargv[0]=hello.wasm\nargv[1]=5\nGREETING=(unset)\n");
-  CHECK(log_lines_with(s.fx, "module made ready", "module=\"/hello.wasm\"") == 1);
+  CHECK(log_lines_with(s.fx, "module made ready", "module=/hello.wasm") == 1);
 
   // A mount of the spec over the module's dir: the zygote reads the rootfs from the host
   // and finds the image's file, hello.wasm's bytes, ready; the child sees the mounted
@@ -178,7 +178,7 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
             "shadowed", {"/shadow/m.wasm", "/etc/message"}));
   CHECK(shadowed.exit_code == 0);
   CHECK(shadowed.out == "a file in the rootfs\n");
-  CHECK(log_lines_with(s.fx, "module made ready", "module=\"/hello.wasm\"") == 1);
+  CHECK(log_lines_with(s.fx, "module made ready", "module=/hello.wasm") == 1);
   CHECK(log_lines_with(s.fx, "id=shadowed", "reason=") == 0);  // the zygote ran it
 
   // A start section is the module's own code, run at instantiation: never in the
@@ -187,11 +187,12 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   std::ofstream(s.rootfs + "/start.wasm", std::ios::binary) << start_section_module();
   auto started = s.fx.ctr(s.run({"--rm"}, "start-section", {"/start.wasm"}));
   CHECK(started.exit_code == 7);
-  CHECK(log_lines_with(s.fx, "module made ready", "module=\"/start.wasm\"") == 0);
+  CHECK(log_lines_with(s.fx, "module made ready", "module=/start.wasm") == 0);
   // The zygote's stderr follows the shared shim's log to a live task's FIFO: hello's
   // task, the first, is gone, and this line still reaches containerd's log.
-  CHECK(eventually_log_lines_with(s.fx, "module left to its process",
-                                  "module=\"/start.wasm\" bytes=103 reason=\"a start section\""));
+  CHECK(eventually_log_lines_with(
+      s.fx, "msg=\"wasm zygote: module left to its process\" bytes=103 module=/start.wasm",
+      "reason=\"a start section\""));
   auto after = s.fx.ctr(s.run({"--rm"}, "after-start", {"/hello.wasm", "4"}));
   CHECK(after.exit_code == 4);  // the same zygote still serves
   CHECK(log_lines_with(s.fx, "wasm zygote started", "") == 1);

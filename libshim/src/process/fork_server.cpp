@@ -113,7 +113,7 @@ void prepare(const ForkServerHooks& hooks, const ForkedChild& child, const std::
 
 // Serves one request; what goes wrong goes back to the shim as the answer.
 void serve_one(Spawner& spawner, const std::string& bytes, std::vector<UniqueFd>& received,
-               const ForkServerHooks& hooks) {
+               const ForkServerHooks& hooks, bool* serving) {
   int answer = received.front().get();
   std::vector<int> fds;
   for (const UniqueFd& fd : received) fds.push_back(fd.get());
@@ -129,9 +129,11 @@ void serve_one(Spawner& spawner, const std::string& bytes, std::vector<UniqueFd>
     prepare(hooks, child, request.path);
     request.run_in_child = [&hooks, &child] { return hooks.entry(child); };
     if (int threads = hooks.before_fork ? thread_count() : 1; threads != 1) {
-      // The child would hold locks of threads it does not have.
-      status = unknown(fmt::format("spawn {}: the fork server's before_fork left {} threads",
-                                   request.path, threads));
+      // A child would hold locks of threads it does not have, and the threads stay: this
+      // server can serve no more (Unavailable: the shim starts another).
+      status = unavailable(fmt::format("spawn {}: the fork server's before_fork left {} threads",
+                                       request.path, threads));
+      *serving = false;
     } else {
       status = spawner.spawn(request, &spawned);
     }
@@ -268,7 +270,12 @@ int serve_forks(int control_fd, ForkServerHooks hooks) {
                    {});
       continue;
     }
-    serve_one(spawner, bytes, received, hooks);
+    bool serving = true;
+    serve_one(spawner, bytes, received, hooks, &serving);
+    if (!serving) {
+      std::fprintf(stderr, "fork server: before_fork started threads; it cannot serve on\n");
+      return 1;
+    }
   }
 }
 

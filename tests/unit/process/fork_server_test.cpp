@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -216,7 +217,9 @@ namespace {
 // One request over the wire as ForkServer::spawn sends it (an answer socket first, then
 // the request's fds); the child's pid and its gate come back. The server runs in a
 // forked child of this process; its children are ours (CLONE_PARENT).
-pid_t fork_through(int control, std::string_view payload, shim::ProcessGate* gate) {
+// The server's answer: its status, and on success the child's pid and gate.
+shim::Status fork_through(int control, std::string_view payload, pid_t* child,
+                          shim::ProcessGate* gate) {
   SpawnRequest request;
   request.path = "/entry";
   request.argv = {"entry"};
@@ -252,7 +255,8 @@ pid_t fork_through(int control, std::string_view payload, shim::ProcessGate* gat
   ::close(answer[0]);
   REQUIRE(n > 0);
   pid_t pid = -1;
-  REQUIRE(shim::fork_wire::decode_answer(std::string_view(reply, n), &pid).ok());
+  if (shim::Status s = shim::fork_wire::decode_answer(std::string_view(reply, n), &pid); !s.ok())
+    return s;
   std::vector<int> got;
   for (cmsghdr* r = CMSG_FIRSTHDR(&in); r != nullptr; r = CMSG_NXTHDR(&in, r)) {
     for (std::size_t i = 0; i < (r->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
@@ -264,7 +268,8 @@ pid_t fork_through(int control, std::string_view payload, shim::ProcessGate* gat
   REQUIRE(got.size() >= 2);
   if (got.size() == 3) ::close(got[0]);  // the pidfd
   *gate = shim::ProcessGate(got[got.size() - 2], got[got.size() - 1], "/entry");
-  return pid;
+  *child = pid;
+  return {};
 }
 
 }  // namespace
@@ -284,6 +289,12 @@ TEST_CASE("a fork server's before_fork prepares what the child inherits, and may
     int prepared = 0;
     shim::ForkServerHooks hooks;
     hooks.before_fork = [&prepared](const shim::ForkedChild& child) {
+      struct sigaction pipe_action {};
+      ::sigaction(SIGPIPE, nullptr, &pipe_action);
+      if (pipe_action.sa_handler != SIG_IGN) {  // a closed stderr would end the server
+        prepared = 98;
+        return;
+      }
       if (child.payload == "throw") throw std::runtime_error("no preparation");
       prepared = std::stoi(child.payload);
     };
@@ -298,7 +309,8 @@ TEST_CASE("a fork server's before_fork prepares what the child inherits, and may
   std::vector<int> statuses;
   for (std::string_view payload : {"7", "throw", "9"}) {
     shim::ProcessGate gate;
-    pid_t child = fork_through(control[0], payload, &gate);
+    pid_t child = -1;
+    REQUIRE(fork_through(control[0], payload, &child, &gate).ok());
     REQUIRE(gate.release().ok());
     int status = shim_test::wait_for_child(child);
     statuses.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -309,4 +321,32 @@ TEST_CASE("a fork server's before_fork prepares what the child inherits, and may
   CHECK(WEXITSTATUS(status) == 0);
   // The throw left the previous preparation in place: entry must not rely on it.
   CHECK(statuses == std::vector<int>{7, 7, 9});
+}
+
+// A before_fork that leaves a thread behind: no child is forked with it (it would hold
+// that thread's locks), the request fails Unavailable (the shim then starts another
+// server) and the loop ends with 1.
+TEST_CASE("a fork server whose before_fork starts a thread stops serving", "[fork-server]") {
+  int control[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) == 0);
+  pid_t server = ::fork();
+  REQUIRE(server >= 0);
+  if (server == 0) {
+    ::close(control[0]);
+    shim::ForkServerHooks hooks;
+    hooks.before_fork = [](const shim::ForkedChild&) { std::thread([] { ::pause(); }).detach(); };
+    hooks.entry = [](const shim::ForkedChild&) { return 0; };
+    ::_exit(shim::serve_forks(control[1], std::move(hooks)));
+  }
+  ::close(control[1]);
+  shim::ProcessGate gate;
+  pid_t child = -1;
+  shim::Status s = fork_through(control[0], "x", &child, &gate);
+  CHECK(s.code() == shim::Code::kUnavailable);
+  CHECK(s.message().find("before_fork left 2 threads") != std::string::npos);
+  CHECK(child == -1);
+  int status = shim_test::wait_for_child(server);  // ended without the shim closing
+  ::close(control[0]);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
 }

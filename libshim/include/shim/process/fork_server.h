@@ -87,8 +87,10 @@ struct ForkServerHooks {
   std::function<int(const ForkedChild&)> entry;
   // Runs in the server before each fork, given what the child will get. What it
   // prepares (a program loaded and made ready) the child inherits, and the pages it
-  // wrote stay shared with every child forked later. It must not start threads; what it
-  // throws is logged on stderr and the fork goes on, so `entry` must not rely on it.
+  // wrote stay shared with every child forked later. What it throws is logged on stderr
+  // and the fork goes on, so `entry` must not rely on it. It must not start threads: a
+  // request after which the server has more than one fails Unavailable and the loop
+  // ends (1).
   std::function<void(const ForkedChild&)> before_fork;
   // Runs once in the server, the first time no request came for `idle_after` (at start
   // or between requests): slow housekeeping there holds up no container's start. A
@@ -99,7 +101,8 @@ struct ForkServerHooks {
 
 // The fork server's loop: reads requests from `control_fd` until the shim closes it,
 // spawning each child with `hooks.entry` as its run_in_child. Returns 0 at EOF; 1 when
-// it cannot serve (more than one thread, a broken control socket), after saying why on
+// it cannot serve (more than one thread, also after a before_fork; a broken control
+// socket), after saying why on
 // stderr. It ignores SIGPIPE from then on (a closed stderr must not end it); each child
 // starts with every signal's default action.
 int serve_forks(int control_fd, ForkServerHooks hooks);
