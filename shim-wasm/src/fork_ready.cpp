@@ -8,12 +8,14 @@ namespace shim_wasm {
 namespace {
 
 constexpr std::string_view kHeader("\0asm\x01\0\0\0", 8);
+constexpr std::uint8_t kSectionCustom = 0;
 constexpr std::uint8_t kSectionType = 1;
 constexpr std::uint8_t kSectionTable = 4;
 constexpr std::uint8_t kSectionMemory = 5;
 constexpr std::uint8_t kSectionStart = 8;
 constexpr std::uint8_t kSectionCode = 10;
 constexpr std::uint8_t kSectionData = 11;
+constexpr std::uint8_t kSectionDataCount = 12;
 constexpr std::uint8_t kFuncType = 0x60;
 
 // A bounded reader over one section's payload.
@@ -146,7 +148,21 @@ std::string check_data(Reader r) {
   return {};
 }
 
+// WasmEdge's loader sizes a section's vector from its count before it reads an item
+// (checking the count only against the whole file): every vector section's count must
+// fit its own payload, an item a byte at least, and stay under kMaxZygoteSectionItems.
+std::string check_count(std::uint8_t id, std::string_view payload) {
+  if (id == kSectionCustom || id == kSectionStart || id == kSectionDataCount) return {};
+  Reader r(payload);
+  auto count = r.u32();
+  if (!count) return fmt::format("a truncated section {}", id);
+  if (*count > payload.size()) return fmt::format("section {} claims {} items", id, *count);
+  if (*count > kMaxZygoteSectionItems) return fmt::format("section {} has {} items", id, *count);
+  return {};
+}
+
 std::string why_not(std::string_view bytes) {
+  if (bytes.size() > kMaxZygoteModuleBytes) return fmt::format("a file of {} bytes", bytes.size());
   if (!bytes.starts_with(kHeader)) return "not a core module of version 1";
   Reader sections(bytes.substr(kHeader.size()));
   while (!sections.done()) {
@@ -154,7 +170,8 @@ std::string why_not(std::string_view bytes) {
     auto size = sections.u32();
     auto payload = size ? sections.take(*size) : std::nullopt;
     if (!id || !payload) return "a malformed section list";
-    std::string why;
+    std::string why = check_count(*id, *payload);
+    if (!why.empty()) return why;
     if (*id == kSectionStart) return "a start section";
     if (*id == kSectionType) why = check_types(Reader(*payload));
     if (*id == kSectionTable) why = check_tables(Reader(*payload));

@@ -13,6 +13,7 @@
 // Threading: a plain function.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -27,11 +28,17 @@ inline constexpr std::uint32_t kMaxZygoteMemoryPages = 16384;
 inline constexpr std::uint64_t kMaxZygoteLocalsPerFunction = 50000;
 inline constexpr std::uint64_t kMaxZygoteLocals = 1u << 20;
 inline constexpr std::uint32_t kMaxZygoteDataSegments = 1024;
+// The largest file, and the most items in any one section (imports, functions,
+// globals, exports, elements...): the loader sizes its vectors from the counts, and a
+// function's code grows ~32 bytes an instruction once loaded.
+inline constexpr std::size_t kMaxZygoteModuleBytes = 4u << 20;
+inline constexpr std::uint32_t kMaxZygoteSectionItems = 1u << 18;
 
-// True when `bytes` is a core module (magic, version 1) whose section list is well
-// formed to its end, with no start section (id 8), only function types and locals of
-// one-byte value types, and declarations within the bounds above (one memory, neither
-// shared nor 64-bit). Otherwise false, and *why (if given) says what.
+// True when `bytes` is a core module (magic, version 1) of at most
+// kMaxZygoteModuleBytes whose section list is well formed to its end, with no start
+// section (id 8), only function types and locals of one-byte value types, each vector
+// section's count within its payload, and declarations within the bounds above (one
+// memory, neither shared nor 64-bit). Otherwise false, and *why (if given) says what.
 bool can_instantiate_before_fork(std::string_view bytes, std::string* why = nullptr);
 
 }  // namespace shim_wasm

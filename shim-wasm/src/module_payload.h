@@ -1,6 +1,7 @@
 // What the Wasm shim tells its zygote about a module's process (the fork server's
 // payload): the module's path as the container sees it, and the host dir of the
 // container's root, where the zygote reads the module to make it ready before the fork.
+// And where the zygote's log lines go.
 //
 // Threading: plain functions.
 #pragma once
@@ -9,6 +10,10 @@
 #include <string_view>
 
 namespace shim_wasm {
+
+// The zygote's fd for its own lines to the shim's log, "<message>\t<key>=<value>..."
+// (stderr_relay.h); its stderr (the engine's, the fork server's) is logged line by line.
+inline constexpr int kZygoteLogFd = 4;
 
 struct ModulePayload {
   std::string module;  // absolute, in the container's root

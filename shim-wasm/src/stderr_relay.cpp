@@ -21,15 +21,16 @@ constexpr std::size_t kMaxLine = 4096;
 // Owns itself through the pending read; gone at EOF or an error.
 class Relay : public std::enable_shared_from_this<Relay> {
  public:
-  Relay(const boost::asio::any_io_executor& executor, const shim::Logger& logger, int read_end)
-      : pipe_(executor, read_end), logger_(logger) {}
+  Relay(const boost::asio::any_io_executor& executor, const shim::Logger& logger, RelayedLines form,
+        int read_end)
+      : pipe_(executor, read_end), logger_(logger), form_(form) {}
 
   void read() {
     pipe_.async_read_some(
         boost::asio::buffer(buffer_),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
           if (ec) {  // EOF: the helper is gone; what it left unended
-            if (!self->line_.empty()) log_relayed_line(self->logger_, self->line_);
+            if (!self->line_.empty()) log_relayed_line(self->logger_, self->form_, self->line_);
             return;
           }
           self->take(n);
@@ -42,7 +43,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     for (std::size_t i = 0; i < n; ++i) {
       char c = buffer_[i];
       if (c == '\n' || line_.size() == kMaxLine) {
-        log_relayed_line(logger_, line_);
+        log_relayed_line(logger_, form_, line_);
         line_.clear();
         if (c == '\n') continue;
       }
@@ -52,35 +53,38 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   boost::asio::posix::stream_descriptor pipe_;
   const shim::Logger& logger_;
+  RelayedLines form_;
   std::array<char, 4096> buffer_{};
   std::string line_;  // the unended line so far
 };
 
 }  // namespace
 
-void log_relayed_line(const shim::Logger& logger, std::string_view line) {
+void log_relayed_line(const shim::Logger& logger, RelayedLines form, std::string_view line) {
   if (line.empty()) return;
-  std::size_t tab = line.find('\t');
-  if (tab == std::string_view::npos) {
-    logger.info("wasm zygote", {{"said", std::string(line)}});
-    return;
-  }
+  const std::size_t tab = line.find('\t');
   shim::LogFields fields;
-  std::string_view rest = line.substr(tab + 1);
-  while (!rest.empty()) {
-    std::size_t next = rest.find('\t');
-    std::string_view field = rest.substr(0, next);
-    std::size_t eq = field.find('=');
-    if (eq != std::string_view::npos && eq > 0) {
+  bool structured = form == RelayedLines::kStructured && tab != std::string_view::npos && tab > 0;
+  for (std::string_view rest = structured ? line.substr(tab + 1) : std::string_view();
+       structured && !rest.empty();) {
+    const std::size_t next = rest.find('\t');
+    const std::string_view field = rest.substr(0, next);
+    const std::size_t eq = field.find('=');
+    if (eq == std::string_view::npos || eq == 0) structured = false;  // not ours: whole
+    if (structured)
       fields.push_back({std::string(field.substr(0, eq)), std::string(field.substr(eq + 1))});
-    }
     rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
   }
-  logger.info(line.substr(0, tab), fields);
+  if (structured) {
+    logger.info(line.substr(0, tab), fields);
+  } else {
+    logger.warn("wasm zygote", {{"said", std::string(line)}});
+  }
 }
 
 shim::Status start_stderr_relay(const boost::asio::any_io_executor& executor,
-                                const shim::Logger& logger, shim::UniqueFd* write_end) {
+                                const shim::Logger& logger, RelayedLines form,
+                                shim::UniqueFd* write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return shim::Status(
@@ -88,7 +92,7 @@ shim::Status start_stderr_relay(const boost::asio::any_io_executor& executor,
         fmt::format("wasm: a pipe for the zygote's stderr: {}", std::strerror(errno)));
   }
   *write_end = shim::UniqueFd(fds[1]);
-  auto relay = std::make_shared<Relay>(executor, logger, fds[0]);
+  auto relay = std::make_shared<Relay>(executor, logger, form, fds[0]);
   // Started on the loop, where every later read is started too.
   boost::asio::post(executor, [relay] { relay->read(); });
   return {};

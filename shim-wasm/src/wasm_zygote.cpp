@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "module_payload.h"
 #include "shim/logger.h"
 #include "shim/process/work_pool.h"
 #include "stderr_relay.h"
@@ -60,11 +61,19 @@ shim::Status WasmZygote::server(std::shared_ptr<shim::ForkServer>* out) {
   shim::SpawnRequest request;
   request.argv = engine_.zygote_command(program_);
   request.path = request.argv.front();
-  // What it says goes to the shim's log, wherever that is by then (stderr_relay.h).
-  shim::UniqueFd relay;
-  if (shim::Status s = start_stderr_relay(context_.executor, context_.logger, &relay); !s.ok())
+  // What it says goes to the shim's log, wherever that is by then (stderr_relay.h): its
+  // own lines on kZygoteLogFd, the engine's on its stderr.
+  shim::UniqueFd said, own;
+  if (shim::Status s =
+          start_stderr_relay(context_.executor, context_.logger, RelayedLines::kSaid, &said);
+      !s.ok())
     return s;
-  request.fds.emplace_back(2, relay.get());
+  if (shim::Status s =
+          start_stderr_relay(context_.executor, context_.logger, RelayedLines::kStructured, &own);
+      !s.ok())
+    return s;
+  request.fds.emplace_back(2, said.get());
+  request.fds.emplace_back(kZygoteLogFd, own.get());
   std::unique_ptr<shim::ForkServer> started;
   if (shim::Status s =
           shim::ForkServer::start(context_.reaper, context_.spawner, request, &started);

@@ -93,7 +93,7 @@ int main() {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
-  shim_wasm::ModuleCache modules(api, config, vm);
+  shim_wasm::ModuleCache modules(api, config, vm, shim_wasm::kZygoteLogFd);
   Prepared prepared;  // for the request at hand
   shim::ForkServerHooks hooks;
   hooks.before_fork = [&modules, &prepared](const shim::ForkedChild& child) {

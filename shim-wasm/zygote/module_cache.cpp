@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "fork_ready.h"
 #include "module_file.h"
 #include "rootfs_file.h"
@@ -51,6 +53,13 @@ ModuleCache::~ModuleCache() {
   if (spare_ != nullptr) api_.vm_delete(spare_);
 }
 
+void ModuleCache::say(std::string line) const {
+  if (log_fd_ < 0) return;
+  line.push_back('\n');
+  // A failed write (the shim gone) only loses the line; SIGPIPE is ignored.
+  [[maybe_unused]] ssize_t n = ::write(log_fd_, line.data(), line.size());
+}
+
 void* ModuleCache::spare() {
   if (spare_ == nullptr) spare_ = api_.vm_create(config_, nullptr);
   return spare_;
@@ -89,20 +98,26 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   const std::size_t resident_after = resident_bytes();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
-  // To the shim's log (the zygote's stderr, stderr_relay.h): once per module and shim.
+  // To the shim's log (stderr_relay.h): once per module and shim.
   if (vm == nullptr) {
     remember_refused(bytes);
-    std::fprintf(stderr,
-                 "wasm zygote: module left to its process\tmodule=%s\tbytes=%zu\treason=%s\n",
-                 field_text(module).c_str(), bytes.size(), field_text(why).c_str());
+    say(fmt::format("wasm zygote: module left to its process\tmodule={}\tbytes={}\treason={}",
+                    field_text(module), bytes.size(), field_text(why)));
     return nullptr;
   }
-
   const std::size_t cost =
       bytes.size() + (resident_after > resident_before ? resident_after - resident_before : 0);
-  std::fprintf(stderr,
-               "wasm zygote: module made ready\tmodule=%s\tbytes=%zu\tkept_kib=%zu\tms=%.1f\n",
-               field_text(module).c_str(), bytes.size(), cost / 1024, ms);
+  if (cost > kMaxBytes) {  // alone past the budget: kept, it would push out every other
+    api_.vm_delete(vm);
+    remember_refused(bytes);
+    say(fmt::format(
+        "wasm zygote: module left to its process\tmodule={}\tbytes={}\treason=its instance "
+        "costs {} KiB",
+        field_text(module), bytes.size(), cost / 1024));
+    return nullptr;
+  }
+  say(fmt::format("wasm zygote: module made ready\tmodule={}\tbytes={}\tkept_kib={}\tms={:.1f}",
+                  field_text(module), bytes.size(), cost / 1024, ms));
   entries_.push_front(Entry{std::move(bytes), vm, cost});
   cost_ += cost;
   while (entries_.size() > kMaxModules || (cost_ > kMaxBytes && entries_.size() > 1)) {

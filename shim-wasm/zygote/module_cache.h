@@ -26,9 +26,10 @@ namespace shim_wasm {
 class ModuleCache {
  public:
   // `config`: the WasmEdge configure context (WASI registered) each VM is made from;
-  // `spare`: a VM made from it (the zygote's check that the engine works), owned now.
-  ModuleCache(const WasmEdgeApi& api, void* config, void* spare)
-      : api_(api), config_(config), spare_(spare) {}
+  // `spare`: a VM made from it (the zygote's check that the engine works), owned now;
+  // `log_fd`: where its lines for the shim's log go (kZygoteLogFd; -1: nowhere).
+  ModuleCache(const WasmEdgeApi& api, void* config, void* spare, int log_fd)
+      : api_(api), config_(config), spare_(spare), log_fd_(log_fd) {}
   ~ModuleCache();
   ModuleCache(const ModuleCache&) = delete;
   ModuleCache& operator=(const ModuleCache&) = delete;
@@ -66,10 +67,13 @@ class ModuleCache {
   void* instantiate(const std::string& bytes, std::string* why);
   bool refused_before(const std::string& bytes) const;
   void remember_refused(const std::string& bytes);
+  // One line ("<message>\t<key>=<value>...") to log_fd_.
+  void say(std::string line) const;
 
   const WasmEdgeApi& api_;
   void* config_;
   void* spare_;
+  int log_fd_;
   std::list<Entry> entries_;                                // most recently used first
   std::size_t cost_ = 0;                                    // the entries' costs summed
   std::list<std::pair<std::size_t, std::size_t>> refused_;  // size, hash; newest first

@@ -3,6 +3,7 @@
 // there, however the sections around it are laid out.
 #include <string>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "fork_ready.h"
@@ -12,9 +13,19 @@ namespace {
 
 const std::string kHeader("\0asm\x01\0\0\0", 8);
 
-// A section: its id, its size (one LEB128 byte: < 128), its payload.
+std::string leb128(std::size_t n) {
+  std::string out;
+  do {
+    unsigned char b = n & 0x7f;
+    n >>= 7;
+    out.push_back(static_cast<char>(n != 0 ? b | 0x80 : b));
+  } while (n != 0);
+  return out;
+}
+
+// A section: its id, its size, its payload.
 std::string section(char id, const std::string& payload) {
-  return std::string(1, id) + static_cast<char>(payload.size()) + payload;
+  return std::string(1, id) + leb128(payload.size()) + payload;
 }
 
 TEST_CASE("can_instantiate_before_fork: core modules without a start section",
@@ -93,13 +104,22 @@ TEST_CASE("can_instantiate_before_fork: locals, data segments, memories", "[wasm
   // Two groups of 30000 each in one body: summed.
   const std::string split = std::string("\x02\xb0\xea\x01\x7f\xb0\xea\x01\x7e\x0b", 10);
   CHECK_FALSE(can_instantiate_before_fork(
-      kHeader + section(10, std::string("\x01", 1) + static_cast<char>(split.size()) + split)));
+      kHeader + section(10, std::string("\x01", 1) + static_cast<char>(split.size()) + split),
+      &why));
+  CHECK(why == "function body 0 declares 60000 locals or more");
+  // 27 bodies of 40000 locals: each within the bound, over 2^20 together.
+  const std::string body = std::string("\x01\xc0\xb8\x02\x7f\x0b", 6);
+  std::string bodies = leb128(27);
+  for (int i = 0; i < 27; ++i) bodies += static_cast<char>(body.size()) + body;
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(10, bodies), &why));
+  CHECK(why == "1080000 locals in all");
   // A few locals are fine.
   const std::string few = std::string("\x01\x04\x7f\x0b", 4);
   CHECK(can_instantiate_before_fork(
       kHeader + section(10, std::string("\x01", 1) + static_cast<char>(few.size()) + few)));
-  // 1025 data segments (only the count is read).
-  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(11, std::string("\x81\x08", 2)), &why));
+  // 1025 data segments (only the count is read, and the bytes to match).
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + section(11, leb128(1025) + std::string(1025, '\0')), &why));
   CHECK(why == "1025 data segments");
   CHECK(can_instantiate_before_fork(kHeader + section(11, std::string("\x00", 1))));
   // Two memories; one past 1 GiB (16385 pages).
@@ -109,6 +129,26 @@ TEST_CASE("can_instantiate_before_fork: locals, data segments, memories", "[wasm
   CHECK_FALSE(can_instantiate_before_fork(
       kHeader + section(5, std::string("\x01\x00\x81\x80\x01", 5)), &why));
   CHECK(why == "a memory of 16385 pages at least");
+}
+
+// WasmEdge's loader sizes a vector from its count before reading an item: a count past
+// its section's bytes, or past the bound, keeps the module out; so does a large file.
+TEST_CASE("can_instantiate_before_fork: vector counts and the file's size", "[wasm][fork-ready]") {
+  using shim_wasm::can_instantiate_before_fork;
+  std::string why;
+  // A global section claiming 1000 globals in 2 bytes.
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(6, leb128(1000)), &why));
+  CHECK(why == "section 6 claims 1000 items");
+  // 2^18 + 1 exports with the bytes to match (only the count is read).
+  const std::string exports = leb128((1u << 18) + 1) + std::string(300000, '\0');
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(7, exports), &why));
+  CHECK(why == "section 7 has 262145 items");
+  // A custom section holds no vector: any bytes.
+  CHECK(can_instantiate_before_fork(kHeader + section(0, leb128(5) + "names" + leb128(1000))));
+  // Past 4 MiB, whatever it holds.
+  const std::string big = kHeader + section(0, leb128(1) + "x" + std::string(4u << 20, 'y'));
+  CHECK_FALSE(can_instantiate_before_fork(big, &why));
+  CHECK(why == fmt::format("a file of {} bytes", big.size()));
 }
 
 TEST_CASE("module payload: the module and the rootfs round trip", "[wasm][fork-ready]") {

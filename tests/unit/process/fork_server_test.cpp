@@ -345,8 +345,8 @@ TEST_CASE("a fork server whose before_fork starts a thread stops serving", "[for
   CHECK(s.code() == shim::Code::kUnavailable);
   CHECK(s.message().find("before_fork left 2 threads") != std::string::npos);
   CHECK(child == -1);
-  int status = shim_test::wait_for_child(server);  // ended without the shim closing
-  ::close(control[0]);
+  ::close(control[0]);  // a server still serving would now end with 0
+  int status = shim_test::wait_for_child(server);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 1);
 }
