@@ -30,7 +30,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
         boost::asio::buffer(buffer_),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
           if (ec) {  // EOF: the helper is gone; what it left unended
-            if (!self->line_.empty()) log_relayed_line(self->logger_, self->form_, self->line_);
+            if (!self->line_.empty())
+              log_relayed_line(self->logger_, self->cut_ ? RelayedLines::kSaid : self->form_,
+                               self->line_);
             return;
           }
           self->take(n);
@@ -39,13 +41,17 @@ class Relay : public std::enable_shared_from_this<Relay> {
   }
 
  private:
+  // A line cut at kMaxLine is logged in pieces, each only as said: a piece of a long
+  // value must not pass for a structured line of its own.
   void take(std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       char c = buffer_[i];
       if (c == '\n' || line_.size() == kMaxLine) {
-        log_relayed_line(logger_, form_, line_);
+        const bool cut = c != '\n';
+        log_relayed_line(logger_, cut || cut_ ? RelayedLines::kSaid : form_, line_);
         line_.clear();
-        if (c == '\n') continue;
+        cut_ = cut;
+        if (!cut) continue;
       }
       line_.push_back(c);
     }
@@ -56,6 +62,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   RelayedLines form_;
   std::array<char, 4096> buffer_{};
   std::string line_;  // the unended line so far
+  bool cut_ = false;  // line_ continues a line cut at kMaxLine
 };
 
 }  // namespace

@@ -15,6 +15,8 @@
 // environment. The container's root is the module's preopened "/". Exit status: the
 // module's WASI exit code; 134 when it trapped or could not run (the engine has logged
 // why, to stdout as its CLI does).
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -76,6 +78,12 @@ int run_module(const shim_wasm::WasmEdgeApi& api, void* config, Prepared prepare
 }  // namespace
 
 int main() {
+  // The shim gives fd 4 for the zygote's own lines (a pipe). Run without it, the number
+  // would go to the next fd opened, such as a request's answer socket: then no lines.
+  struct stat log_fd {};
+  const int log = ::fstat(shim_wasm::kZygoteLogFd, &log_fd) == 0 && S_ISFIFO(log_fd.st_mode)
+                      ? shim_wasm::kZygoteLogFd
+                      : -1;
   shim_wasm::WasmEdgeApi api;
   std::string error;
   if (!api.load(&error)) {
@@ -93,7 +101,7 @@ int main() {
     std::fprintf(stderr, "wasm zygote: cannot create a WasmEdge VM\n");
     return 1;
   }
-  shim_wasm::ModuleCache modules(api, config, vm, shim_wasm::kZygoteLogFd);
+  shim_wasm::ModuleCache modules(api, config, vm, log);
   Prepared prepared;  // for the request at hand
   shim::ForkServerHooks hooks;
   hooks.before_fork = [&modules, &prepared](const shim::ForkedChild& child) {

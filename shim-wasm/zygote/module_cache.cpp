@@ -82,7 +82,7 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   if (rootfs.empty() || !api_.has_steps()) return nullptr;
   shim::UniqueFd fd = open_in_rootfs(rootfs, module);
   std::string bytes;
-  if (fd.get() < 0 || !read_module_file(fd.get(), kMaxBytes, &bytes)) return nullptr;
+  if (fd.get() < 0 || !read_module_file(fd.get(), kMaxZygoteModuleBytes, &bytes)) return nullptr;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->bytes == bytes) {
       entries_.splice(entries_.begin(), entries_, it);
