@@ -21,10 +21,6 @@
 namespace shim {
 namespace {
 
-// One request or answer; requests carry an environment and mounts, so generous.
-constexpr std::size_t kMaxMessage = 1 << 20;
-constexpr std::size_t kMaxFds = 64;
-
 Status socket_pair(UniqueFd* ours, UniqueFd* theirs) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0)
@@ -34,60 +30,8 @@ Status socket_pair(UniqueFd* ours, UniqueFd* theirs) {
   return {};
 }
 
-// Sends one message with `fds` (SCM_RIGHTS); errno on failure.
-int send_message(int socket, std::string_view bytes, const std::vector<int>& fds) {
-  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
-  if (!fds.empty()) {
-    msg.msg_control = control.data();
-    msg.msg_controllen = control.size();
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
-  }
-  while (::sendmsg(socket, &msg, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) return errno;
-  }
-  return 0;
-}
-
-// Receives one message and its fds (each O_CLOEXEC). 0 with empty bytes at EOF; errno
-// on failure (EMSGSIZE: truncated).
-int receive_message(int socket, std::string* bytes, std::vector<UniqueFd>* fds) {
-  // Not zeroed: only the pages the message fills are touched. A zeroed 1 MiB buffer was
-  // dirty memory that every child the server forked while it lived kept a copy of.
-  std::unique_ptr<char[]> buffer(new char[kMaxMessage]);
-  iovec iov{buffer.get(), kMaxMessage};
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * kMaxFds));
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control.data();
-  msg.msg_controllen = control.size();
-  ssize_t n;
-  do {
-    n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return errno;
-  fds->clear();
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      fds->emplace_back(fd);
-    }
-  }
-  bytes->assign(buffer.get(), static_cast<std::size_t>(n));
-  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) return EMSGSIZE;
-  return 0;
-}
+using fork_wire::receive_message;
+using fork_wire::send_message;
 
 int thread_count() {
   std::ifstream status("/proc/self/status");

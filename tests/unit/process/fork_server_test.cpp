@@ -229,47 +229,37 @@ shim::Status fork_through(int control, std::string_view payload, pid_t* child,
   int answer[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, answer) == 0);
   fds.insert(fds.begin(), answer[1]);
-  std::vector<char> control_bytes(CMSG_SPACE(sizeof(int) * fds.size()));
-  iovec iov{bytes.data(), bytes.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control_bytes.data();
-  msg.msg_controllen = control_bytes.size();
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-  std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  REQUIRE(::sendmsg(control, &msg, 0) == static_cast<ssize_t>(bytes.size()));
+  REQUIRE(shim::fork_wire::send_message(control, bytes, fds) == 0);
   ::close(answer[1]);
-  char reply[4096];
-  std::vector<char> reply_control(CMSG_SPACE(sizeof(int) * 4));
-  iovec reply_iov{reply, sizeof reply};
-  msghdr in{};
-  in.msg_iov = &reply_iov;
-  in.msg_iovlen = 1;
-  in.msg_control = reply_control.data();
-  in.msg_controllen = reply_control.size();
-  ssize_t n = ::recvmsg(answer[0], &in, MSG_CMSG_CLOEXEC);
+  std::string reply;
+  std::vector<shim::UniqueFd> got;
+  REQUIRE(shim::fork_wire::receive_message(answer[0], &reply, &got) == 0);
   ::close(answer[0]);
-  REQUIRE(n > 0);
+  REQUIRE(!reply.empty());
   pid_t pid = -1;
-  if (shim::Status s = shim::fork_wire::decode_answer(std::string_view(reply, n), &pid); !s.ok())
-    return s;
-  std::vector<int> got;
-  for (cmsghdr* r = CMSG_FIRSTHDR(&in); r != nullptr; r = CMSG_NXTHDR(&in, r)) {
-    for (std::size_t i = 0; i < (r->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(r) + i * sizeof(int), sizeof fd);
-      got.push_back(fd);
-    }
-  }
+  if (shim::Status s = shim::fork_wire::decode_answer(reply, &pid); !s.ok()) return s;
   REQUIRE(got.size() >= 2);
-  if (got.size() == 3) ::close(got[0]);  // the pidfd
-  *gate = shim::ProcessGate(got[got.size() - 2], got[got.size() - 1], "/entry");
+  // got[0] is the pidfd when there are three; it closes with `got`.
+  const std::size_t go = got.size() - 2;
+  *gate = shim::ProcessGate(got[go].release(), got[go + 1].release(), "/entry");
   *child = pid;
   return {};
+}
+
+// Runs serve_forks(hooks) in a forked child of this process, its control socket's other
+// end in *control; the server's pid.
+pid_t start_server(shim::ForkServerHooks hooks, int* control) {
+  int pair[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  pid_t server = ::fork();
+  REQUIRE(server >= 0);
+  if (server == 0) {
+    ::close(pair[0]);
+    ::_exit(shim::serve_forks(pair[1], std::move(hooks)));
+  }
+  ::close(pair[1]);
+  *control = pair[0];
+  return server;
 }
 
 }  // namespace
@@ -280,42 +270,36 @@ shim::Status fork_through(int control, std::string_view payload, pid_t* child,
 // ignores SIGPIPE; its children do not.
 TEST_CASE("a fork server's before_fork prepares what the child inherits, and may throw",
           "[fork-server]") {
-  int control[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) == 0);
-  pid_t server = ::fork();
-  REQUIRE(server >= 0);
-  if (server == 0) {
-    ::close(control[0]);
-    int prepared = 0;
-    shim::ForkServerHooks hooks;
-    hooks.before_fork = [&prepared](const shim::ForkedChild& child) {
-      struct sigaction pipe_action {};
-      ::sigaction(SIGPIPE, nullptr, &pipe_action);
-      if (pipe_action.sa_handler != SIG_IGN) {  // a closed stderr would end the server
-        prepared = 98;
-        return;
-      }
-      if (child.payload == "throw") throw std::runtime_error("no preparation");
-      prepared = std::stoi(child.payload);
-    };
-    hooks.entry = [&prepared](const shim::ForkedChild&) {
-      struct sigaction pipe_action {};
-      ::sigaction(SIGPIPE, nullptr, &pipe_action);
-      return pipe_action.sa_handler == SIG_DFL ? prepared : 99;  // the server ignores it
-    };
-    ::_exit(shim::serve_forks(control[1], std::move(hooks)));
-  }
-  ::close(control[1]);
+  // Each child's copy of the server's `prepared`: the server runs in a forked child.
+  int prepared = 0;
+  shim::ForkServerHooks hooks;
+  hooks.before_fork = [&prepared](const shim::ForkedChild& child) {
+    struct sigaction pipe_action {};
+    ::sigaction(SIGPIPE, nullptr, &pipe_action);
+    if (pipe_action.sa_handler != SIG_IGN) {  // a closed stderr would end the server
+      prepared = 98;
+      return;
+    }
+    if (child.payload == "throw") throw std::runtime_error("no preparation");
+    prepared = std::stoi(child.payload);
+  };
+  hooks.entry = [&prepared](const shim::ForkedChild&) {
+    struct sigaction pipe_action {};
+    ::sigaction(SIGPIPE, nullptr, &pipe_action);
+    return pipe_action.sa_handler == SIG_DFL ? prepared : 99;  // the server ignores it
+  };
+  int control = -1;
+  pid_t server = start_server(std::move(hooks), &control);
   std::vector<int> statuses;
   for (std::string_view payload : {"7", "throw", "9"}) {
     shim::ProcessGate gate;
     pid_t child = -1;
-    REQUIRE(fork_through(control[0], payload, &child, &gate).ok());
+    REQUIRE(fork_through(control, payload, &child, &gate).ok());
     REQUIRE(gate.release().ok());
     int status = shim_test::wait_for_child(child);
     statuses.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }
-  ::close(control[0]);
+  ::close(control);
   int status = shim_test::wait_for_child(server);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
@@ -327,25 +311,18 @@ TEST_CASE("a fork server's before_fork prepares what the child inherits, and may
 // that thread's locks), the request fails Unavailable (the shim then starts another
 // server) and the loop ends with 1.
 TEST_CASE("a fork server whose before_fork starts a thread stops serving", "[fork-server]") {
-  int control[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) == 0);
-  pid_t server = ::fork();
-  REQUIRE(server >= 0);
-  if (server == 0) {
-    ::close(control[0]);
-    shim::ForkServerHooks hooks;
-    hooks.before_fork = [](const shim::ForkedChild&) { std::thread([] { ::pause(); }).detach(); };
-    hooks.entry = [](const shim::ForkedChild&) { return 0; };
-    ::_exit(shim::serve_forks(control[1], std::move(hooks)));
-  }
-  ::close(control[1]);
+  shim::ForkServerHooks hooks;
+  hooks.before_fork = [](const shim::ForkedChild&) { std::thread([] { ::pause(); }).detach(); };
+  hooks.entry = [](const shim::ForkedChild&) { return 0; };
+  int control = -1;
+  pid_t server = start_server(std::move(hooks), &control);
   shim::ProcessGate gate;
   pid_t child = -1;
-  shim::Status s = fork_through(control[0], "x", &child, &gate);
+  shim::Status s = fork_through(control, "x", &child, &gate);
   CHECK(s.code() == shim::Code::kUnavailable);
   CHECK(s.message().find("before_fork left 2 threads") != std::string::npos);
   CHECK(child == -1);
-  ::close(control[0]);  // a server still serving would now end with 0
+  ::close(control);  // a server still serving would now end with 0
   int status = shim_test::wait_for_child(server);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 1);
