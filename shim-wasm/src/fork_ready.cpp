@@ -1,6 +1,7 @@
 #include "fork_ready.h"
 
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@ namespace {
 constexpr std::string_view kHeader("\0asm\x01\0\0\0", 8);
 constexpr std::uint8_t kSectionCustom = 0;
 constexpr std::uint8_t kSectionType = 1;
+constexpr std::uint8_t kSectionFunction = 3;
 constexpr std::uint8_t kSectionTable = 4;
 constexpr std::uint8_t kSectionMemory = 5;
 constexpr std::uint8_t kSectionStart = 8;
@@ -55,7 +57,14 @@ bool is_plain_value_type(std::uint8_t b) {
   return (b >= 0x7b && b <= 0x7f) || b == 0x70 || b == 0x6f;
 }
 
-std::string check_types(Reader r) {
+// What the sections read so far declared that a later one needs: each type's params
+// (the validator counts them as locals) and each defined function's type.
+struct Declared {
+  std::vector<std::uint32_t> type_params;
+  std::vector<std::uint32_t> function_types;
+};
+
+std::string check_types(Reader r, Declared* declared) {
   auto count = r.u32();
   if (!count) return "a truncated type section";
   for (std::uint32_t i = 0; i < *count; ++i) {
@@ -64,11 +73,26 @@ std::string check_types(Reader r) {
     for (int list = 0; list < 2; ++list) {  // params, results
       auto n = r.u32();
       if (!n) return "a truncated type section";
+      if (*n > kMaxZygoteTypeArity)
+        return fmt::format("type {} has {} {}", i, *n, list == 0 ? "params" : "results");
+      if (list == 0) declared->type_params.push_back(*n);
       for (std::uint32_t k = 0; k < *n; ++k) {
         auto t = r.byte();
         if (!t || !is_plain_value_type(*t)) return fmt::format("type {} uses a typed reference", i);
       }
     }
+  }
+  return {};
+}
+
+std::string check_functions(Reader r, Declared* declared) {
+  auto count = r.u32();
+  if (!count) return "a truncated function section";
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    auto type = r.u32();
+    if (!type || *type >= declared->type_params.size())
+      return fmt::format("function {} has no type", i);
+    declared->function_types.push_back(*type);
   }
   return {};
 }
@@ -111,10 +135,13 @@ std::string check_memories(Reader r) {
   return {};
 }
 
-// The validator keeps a record per declared local, all functions' at once.
-std::string check_code(Reader r) {
+// The validator keeps a record per local (params and declared ones), all functions' at
+// once.
+std::string check_code(Reader r, const Declared& functions) {
   auto count = r.u32();
   if (!count) return "a truncated code section";
+  if (*count != functions.function_types.size())
+    return "function and code sections of different lengths";
   std::uint64_t total = 0;
   for (std::uint32_t i = 0; i < *count; ++i) {
     auto size = r.u32();
@@ -123,7 +150,8 @@ std::string check_code(Reader r) {
     Reader locals(*body);
     auto groups = locals.u32();
     if (!groups) return fmt::format("function body {} is malformed", i);
-    std::uint64_t declared = 0;
+    // Its params are locals too, for the validator.
+    std::uint64_t declared = functions.type_params[functions.function_types[i]];
     for (std::uint32_t g = 0; g < *groups; ++g) {
       auto n = locals.u32();
       auto type = n ? locals.byte() : std::nullopt;
@@ -161,22 +189,41 @@ std::string check_count(std::uint8_t id, std::string_view payload) {
   return {};
 }
 
+// What the loader makes of a section grows with its bytes (up to ~160 bytes of objects
+// for a byte of element indices or nested blocks): bound the bytes of the code section
+// and of all other sections but data (copied, not expanded) and custom ones.
+std::string check_sizes(std::uint8_t id, std::size_t size, std::uint64_t* other_bytes) {
+  if (id == kSectionCustom || id == kSectionData) return {};
+  if (id == kSectionCode) {
+    if (size > kMaxZygoteCodeBytes) return fmt::format("{} bytes of code", size);
+    return {};
+  }
+  *other_bytes += size;
+  if (*other_bytes > kMaxZygoteDeclarationBytes)
+    return fmt::format("{} bytes of declarations or more", *other_bytes);
+  return {};
+}
+
 std::string why_not(std::string_view bytes) {
   if (bytes.size() > kMaxZygoteModuleBytes) return fmt::format("a file of {} bytes", bytes.size());
   if (!bytes.starts_with(kHeader)) return "not a core module of version 1";
   Reader sections(bytes.substr(kHeader.size()));
+  Declared declared;
+  std::uint64_t other_bytes = 0;
   while (!sections.done()) {
     auto id = sections.byte();
     auto size = sections.u32();
     auto payload = size ? sections.take(*size) : std::nullopt;
     if (!id || !payload) return "a malformed section list";
     std::string why = check_count(*id, *payload);
+    if (why.empty()) why = check_sizes(*id, payload->size(), &other_bytes);
     if (!why.empty()) return why;
     if (*id == kSectionStart) return "a start section";
-    if (*id == kSectionType) why = check_types(Reader(*payload));
+    if (*id == kSectionType) why = check_types(Reader(*payload), &declared);
+    if (*id == kSectionFunction) why = check_functions(Reader(*payload), &declared);
     if (*id == kSectionTable) why = check_tables(Reader(*payload));
     if (*id == kSectionMemory) why = check_memories(Reader(*payload));
-    if (*id == kSectionCode) why = check_code(Reader(*payload));
+    if (*id == kSectionCode) why = check_code(Reader(*payload), declared);
     if (*id == kSectionData) why = check_data(Reader(*payload));
     if (!why.empty()) return why;
   }

@@ -22,7 +22,7 @@ namespace shim_wasm {
 
 // What a module instantiated in the zygote may declare: table entries (all tables'
 // minimums summed), one memory's minimum pages (1 GiB), locals per function (V8's
-// limit) and in all, active or passive data segments.
+// limit; params count) and in all, active or passive data segments.
 inline constexpr std::uint64_t kMaxZygoteTableEntries = 1u << 20;
 inline constexpr std::uint32_t kMaxZygoteMemoryPages = 16384;
 inline constexpr std::uint64_t kMaxZygoteLocalsPerFunction = 50000;
@@ -33,11 +33,20 @@ inline constexpr std::uint32_t kMaxZygoteDataSegments = 1024;
 // function's code grows ~32 bytes an instruction once loaded.
 inline constexpr std::size_t kMaxZygoteModuleBytes = 4u << 20;
 inline constexpr std::uint32_t kMaxZygoteSectionItems = 1u << 18;
+// What the loader's objects grow from, ~90-160 bytes for a byte at worst (nested blocks,
+// br_table labels, element indices, each an instruction or an expression): the code
+// section's bytes, and all other sections' but data and custom ones, summed. So a
+// module's load stays within tens of MiB, and the cache's 64 MiB then apply.
+inline constexpr std::size_t kMaxZygoteCodeBytes = 512u << 10;
+inline constexpr std::size_t kMaxZygoteDeclarationBytes = 128u << 10;
+// Params or results of one function type (V8's limit for each).
+inline constexpr std::uint32_t kMaxZygoteTypeArity = 1000;
 
 // True when `bytes` is a core module (magic, version 1) of at most
 // kMaxZygoteModuleBytes whose section list is well formed to its end, with no start
 // section (id 8), only function types and locals of one-byte value types, each vector
-// section's count within its payload, and declarations within the bounds above (one
+// section's count within its payload, function and code sections of one length, and
+// declarations within the bounds above (a function's params count as its locals; one
 // memory, neither shared nor 64-bit). Otherwise false, and *why (if given) says what.
 bool can_instantiate_before_fork(std::string_view bytes, std::string* why = nullptr);
 

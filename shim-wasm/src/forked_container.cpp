@@ -10,6 +10,7 @@
 #include <boost/json/parse.hpp>
 
 #include "module_payload.h"
+#include "wasm_module.h"
 #include "wasm_spec.h"
 
 namespace shim_wasm {
@@ -87,6 +88,11 @@ shim::Status ForkedContainer::exec(const shim::ExecConfig& exec, std::uint32_t* 
   Entrypoint entry;
   if (shim::Status s = classify(process.get_object(), rootfs_, &entry); !s.ok())
     return with_prefix(s);
+  // As at Create: a bad module gets its reason here, not exit 134 after Start.
+  if (entry.wasm) {
+    if (shim::Status s = check_module_in_rootfs(rootfs_, entry.path); !s.ok())
+      return with_prefix(s);
+  }
   shim::oci::ProcessSpawn spawn;
   if (shim::Status s = plan_exec(process.get_object(), rootfs_, entry, exec.stdio,
                                  init_.handle.pidfd(), cgroup_.procs_files(), &spawn);

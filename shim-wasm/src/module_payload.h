@@ -28,11 +28,21 @@ inline std::string encode_module_payload(const ModulePayload& payload) {
   return out;
 }
 
-// The inverse; a payload without a NUL is a module path alone.
+// The inverse; a payload without a NUL is a module path alone. One that is not what
+// encode_module_payload makes of absolute paths (a second NUL, a relative path) gives
+// an empty module, which nothing opens: a payload cut at a NUL elsewhere would name
+// another file, a host one for the zygote.
 inline ModulePayload decode_module_payload(std::string_view payload) {
   std::size_t nul = payload.find('\0');
-  if (nul == std::string_view::npos) return {std::string(payload), {}};
-  return {std::string(payload.substr(0, nul)), std::string(payload.substr(nul + 1))};
+  ModulePayload out;
+  out.module = std::string(payload.substr(0, nul));
+  if (nul != std::string_view::npos) out.rootfs = std::string(payload.substr(nul + 1));
+  bool absolute_rootfs = out.rootfs.empty() || out.rootfs.front() == '/';
+  if (!out.module.starts_with('/') || !absolute_rootfs ||
+      out.rootfs.find('\0') != std::string::npos) {
+    return {};
+  }
+  return out;
 }
 
 }  // namespace shim_wasm

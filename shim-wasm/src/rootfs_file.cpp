@@ -11,6 +11,11 @@
 namespace shim_wasm {
 
 shim::UniqueFd open_in_rootfs(const std::string& rootfs, const std::string& path) {
+  // A C string ends at a NUL: "/etc/shadow\0/x" would name a file it does not say.
+  if (rootfs.find('\0') != std::string::npos || path.find('\0') != std::string::npos) {
+    errno = EINVAL;
+    return shim::UniqueFd();
+  }
   shim::UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (root.get() < 0) return shim::UniqueFd();
   struct open_how how {};

@@ -15,7 +15,8 @@ namespace shim_wasm {
 // RESOLVE_IN_ROOT), so an image's symlink never reaches a host file. Anything but a
 // regular file is refused before it is opened for reading: a FIFO the container made
 // would block the opener, a device node's open acts on the device. -1 with errno set
-// when it cannot (EISDIR, or EINVAL for another non-regular file).
+// when it cannot (EISDIR, or EINVAL for another non-regular file or a path holding a
+// NUL byte).
 shim::UniqueFd open_in_rootfs(const std::string& rootfs, const std::string& path);
 
 }  // namespace shim_wasm

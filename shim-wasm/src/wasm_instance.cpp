@@ -48,13 +48,7 @@ std::string WasmInstance::rootfs() const {
 shim::Status WasmInstance::check_wasm_entry(const std::string& rootfs,
                                             const std::string& path) const {
   if (!engine_status_.ok()) return with_prefix(engine_status_);
-  shim::UniqueFd fd = open_in_rootfs(rootfs, path);
-  if (fd.get() < 0) {
-    return shim::Status(shim::Code::kNotFound,
-                        fmt::format("wasm: the module {} is not in the container's rootfs ({}: {})",
-                                    path, rootfs, std::strerror(errno)));
-  }
-  return with_prefix(check_module(fmt::format("/proc/self/fd/{}", fd.get()), path));
+  return with_prefix(check_module_in_rootfs(rootfs, path));
 }
 
 shim::Status WasmInstance::create(const shim::ProcessStdio& stdio, std::uint32_t* pid) {

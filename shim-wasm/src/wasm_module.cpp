@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "rootfs_file.h"
+
 namespace shim_wasm {
 namespace {
 
@@ -48,6 +50,9 @@ class Reader {
     if (*size != 0 && !in_.read(s.data(), *size)) return std::nullopt;
     return s;
   }
+  std::uint64_t position() {
+    return static_cast<std::uint64_t>(std::max<std::streamoff>(in_.tellg(), 0));
+  }
   // seekg past the end succeeds: the file's size bounds it.
   bool skip(std::uint32_t n) {
     auto at = in_.tellg();
@@ -60,6 +65,24 @@ class Reader {
   std::ifstream& in_;
   std::uint64_t size_;
 };
+
+// An import's name as an error shows it: bytes of the module's, so printable ASCII as
+// it is and any other byte as \xNN (the error reaches containerd, ctr and logs, which
+// want UTF-8 without control characters), at most kMaxShownName bytes of it.
+constexpr std::size_t kMaxShownName = 128;
+
+std::string shown_name(std::string_view name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (out.size() >= kMaxShownName) return out + "...";
+    if (c < 0x20 || c > 0x7e || c == '\\') {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 shim::Status invalid(std::string text) {
   return shim::Status(shim::Code::kInvalidArgument, std::move(text));
@@ -100,8 +123,8 @@ shim::Status read_imports(Reader& r, const std::string& shown, std::vector<std::
       return invalid(fmt::format("{} has a malformed import section (import {})", shown, i));
     }
     if (!is_wasi_import_module(*module)) {
-      return invalid(
-          fmt::format("{} imports {}.{}, which WASI does not provide", shown, *module, *field));
+      return invalid(fmt::format("{} imports {}.{}, which WASI does not provide", shown,
+                                 shown_name(*module), shown_name(*field)));
     }
     imports->push_back(fmt::format("{}.{}", *module, *field));
   }
@@ -151,7 +174,11 @@ shim::Status check_module(const std::string& path, const std::string& shown,
     auto size = r.u32();
     if (!size) return invalid(fmt::format("{} has a truncated section header", shown));
     if (*id == kSectionImport) {
+      std::uint64_t start = r.position();
       if (auto s = read_imports(r, shown, &imports); !s.ok()) return s;
+      // Its entries must fill the section exactly, as the engine's loader wants.
+      if (r.position() - start != *size)
+        return invalid(fmt::format("{} has a malformed import section (its size)", shown));
       break;
     }
     if (*id > kSectionImport) break;
@@ -159,6 +186,16 @@ shim::Status check_module(const std::string& path, const std::string& shown,
   }
   if (summary) summary->imports = std::move(imports);
   return {};
+}
+
+shim::Status check_module_in_rootfs(const std::string& rootfs, const std::string& path) {
+  shim::UniqueFd fd = open_in_rootfs(rootfs, path);
+  if (fd.get() < 0) {
+    return shim::Status(shim::Code::kNotFound,
+                        fmt::format("the module {} is not in the container's rootfs ({}: {})", path,
+                                    rootfs, std::strerror(errno)));
+  }
+  return check_module(fmt::format("/proc/self/fd/{}", fd.get()), path);
 }
 
 }  // namespace shim_wasm

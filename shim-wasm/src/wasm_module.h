@@ -31,4 +31,8 @@ struct ModuleSummary {
 shim::Status check_module(const std::string& path, const std::string& shown,
                           ModuleSummary* summary = nullptr);
 
+// check_module of the module at `path` as the container sees it, opened in the host dir
+// `rootfs` (open_in_rootfs): NotFound when it is not a regular file there.
+shim::Status check_module_in_rootfs(const std::string& rootfs, const std::string& path);
+
 }  // namespace shim_wasm

@@ -92,6 +92,11 @@ shim::Status classify(const json::object& process, const std::string& rootfs, En
     }
     if (found.path.empty()) found.path = clean_path(arg0);  // as named: reported if missing
   }
+  // A C string ends at a NUL (from args[0], cwd or PATH): the path would name another file.
+  if (found.path.find('\0') != std::string::npos) {
+    return shim::Status(shim::Code::kInvalidArgument,
+                        "the process's executable path holds a NUL byte");
+  }
   found.wasm = arg0.ends_with(".wasm");
   if (!found.wasm) {
     shim::UniqueFd fd = open_in_rootfs(rootfs, found.path);

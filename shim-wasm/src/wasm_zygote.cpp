@@ -53,11 +53,26 @@ WasmZygote::WasmZygote(shim::ServiceContext& context, const Engine& engine, bool
 }
 
 shim::Status WasmZygote::server(std::shared_ptr<shim::ForkServer>* out) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  started_.wait(lock, [this] { return !starting_; });
   if (server_ != nullptr && !server_->exited()) {
     *out = server_;
     return {};
   }
+  starting_ = true;
+  lock.unlock();
+  std::shared_ptr<shim::ForkServer> started;
+  shim::Status status = start_server(&started);
+  lock.lock();
+  starting_ = false;
+  if (status.ok()) server_ = started;
+  lock.unlock();
+  started_.notify_all();
+  *out = std::move(started);
+  return status;
+}
+
+shim::Status WasmZygote::start_server(std::shared_ptr<shim::ForkServer>* out) {
   shim::SpawnRequest request;
   request.argv = engine_.zygote_command(program_);
   request.path = request.argv.front();
@@ -82,8 +97,7 @@ shim::Status WasmZygote::server(std::shared_ptr<shim::ForkServer>* out) {
                         fmt::format("wasm: start the zygote {}: {}", program_, s.message()));
   }
   context_.logger.info("wasm zygote started", {{"pid", std::to_string(started->pid())}});
-  server_ = std::move(started);
-  *out = server_;
+  *out = std::move(started);
   return {};
 }
 

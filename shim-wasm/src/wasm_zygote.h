@@ -10,6 +10,7 @@
 // Threading: spawn() on pool threads, any number at once.
 #pragma once
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,14 +42,19 @@ class WasmZygote {
                      shim::SpawnedProcess* child);
 
  private:
-  // The running server, started if there is none or it exited.
+  // The running server, started if there is none or it exited. One caller starts it,
+  // without holding mu_ across the fork and exec; the others wait for that one.
   shim::Status server(std::shared_ptr<shim::ForkServer>* out);
+  // Starts a zygote and the relays of its lines (no lock held).
+  shim::Status start_server(std::shared_ptr<shim::ForkServer>* out);
 
   shim::ServiceContext& context_;
   const Engine& engine_;
   std::string why_;  // before program_, which zygote_program() fills it with
   std::string program_;
   std::mutex mu_;
+  std::condition_variable started_;
+  bool starting_ = false;                     // guarded by mu_
   std::shared_ptr<shim::ForkServer> server_;  // guarded by mu_
 };
 

@@ -15,10 +15,15 @@
 // environment. The container's root is the module's preopened "/". Exit status: the
 // module's WASI exit code; 134 when it trapped or could not run (the engine has logged
 // why, to stdout as its CLI does).
+#include <fcntl.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clean_mappings.h"
@@ -26,6 +31,7 @@
 #include "module_file.h"
 #include "module_payload.h"
 #include "shim/process/fork_server.h"
+#include "shim/unique_fd.h"
 #include "wasmedge_api.h"
 
 namespace {
@@ -36,6 +42,46 @@ struct Prepared {
   const shim_wasm::ModuleCache::Entry* ready = nullptr;
   void* spare = nullptr;
 };
+
+// The most a child reads of a module it loads itself: its own memory, in its container's
+// cgroup (WasmEdge takes at most 4 GiB; no real module comes near 1 GiB).
+constexpr std::size_t kMaxOwnModuleBytes = std::size_t{1} << 30;
+
+// WasmEdge_Result's code for a run that WASI's proc_exit ended (ErrCode::Terminated,
+// include/common/enum_errcode.hpp; category WASM, 0, in the high byte): success, for
+// WasmEdge_ResultOK. A start function can end the module so, in instantiation.
+constexpr std::uint32_t kResultTerminated = 0x01;
+
+enum class Loaded { kFailed, kInstantiated, kExited };
+
+// Loads, validates and instantiates in `vm` the module at `module` as this child sees it
+// (in the container's root), from its bytes: WasmEdge's loader given the path would
+// dlopen a shared library there (its AOT format), native code in a copy of the zygote,
+// which holds other containers' modules. kFailed once a step failed (WasmEdge has logged
+// why, to stdout as its CLI does; our own reasons go to stderr); kExited when the
+// module's start function called proc_exit.
+Loaded load_own_module(const shim_wasm::WasmEdgeApi& api, void* vm, const std::string& module) {
+  // O_NONBLOCK: a FIFO at the path opens at once and is refused as not regular.
+  shim::UniqueFd fd(::open(module.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  std::string bytes;
+  if (fd.get() < 0 || !shim_wasm::read_module_file(fd.get(), kMaxOwnModuleBytes, &bytes)) {
+    std::fprintf(stderr, "wasm: cannot read the module %s: %s\n", module.c_str(),
+                 fd.get() < 0 ? std::strerror(errno) : "not a regular file of at most 1 GiB");
+    return Loaded::kFailed;
+  }
+  if (!bytes.starts_with(std::string_view("\0asm", 4))) {
+    std::fprintf(stderr, "wasm: %s is not a WebAssembly module\n", module.c_str());
+    return Loaded::kFailed;
+  }
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  if (!api.result_ok(api.vm_load_bytes(vm, data, static_cast<std::uint32_t>(bytes.size()))) ||
+      !api.result_ok(api.vm_validate(vm))) {
+    return Loaded::kFailed;
+  }
+  shim_wasm::WasmEdgeResult instantiated = api.vm_instantiate(vm);
+  if (!api.result_ok(instantiated)) return Loaded::kFailed;
+  return instantiated.code == kResultTerminated ? Loaded::kExited : Loaded::kInstantiated;
+}
 
 // Runs the module in this child's copy of the VM before_fork chose. The entry serves
 // only when the file this child sees is the one it was made from; otherwise the module
@@ -65,13 +111,17 @@ int run_module(const shim_wasm::WasmEdgeApi& api, void* config, Prepared prepare
   void* wasi = api.vm_get_import_module_context(vm, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
   api.module_instance_init_wasi(wasi, argv.data(), static_cast<std::uint32_t>(argv.size()),
                                 envp.data(), static_cast<std::uint32_t>(envp.size()), preopens, 1);
+  if (ready == nullptr) {
+    Loaded loaded = load_own_module(api, vm, module);
+    std::fflush(nullptr);
+    if (loaded == Loaded::kFailed) return 134;  // WasmEdge's CLI aborts here
+    if (loaded == Loaded::kExited)
+      return static_cast<int>(api.module_instance_wasi_get_exit_code(wasi));
+  }
   const shim_wasm::WasmEdgeString start = api.string_create_by_c_string("_start");
-  shim_wasm::WasmEdgeResult result =
-      ready != nullptr
-          ? api.vm_execute(vm, start, nullptr, 0, nullptr, 0)
-          : api.vm_run_wasm_from_file(vm, module.c_str(), start, nullptr, 0, nullptr, 0);
+  shim_wasm::WasmEdgeResult result = api.vm_execute(vm, start, nullptr, 0, nullptr, 0);
   std::fflush(nullptr);
-  if (!api.result_ok(result)) return 134;  // WasmEdge's CLI aborts here
+  if (!api.result_ok(result)) return 134;  // as WasmEdge's CLI
   return static_cast<int>(api.module_instance_wasi_get_exit_code(wasi));
 }
 

@@ -1,5 +1,6 @@
 #include "module_cache.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -60,6 +61,12 @@ void ModuleCache::say(std::string line) const {
   [[maybe_unused]] ssize_t n = ::write(log_fd_, line.data(), line.size());
 }
 
+void ModuleCache::release(void* vm) {
+  api_.vm_delete(vm);
+  // A module's load can take tens of MiB for a moment, which glibc would keep.
+  ::malloc_trim(0);
+}
+
 void* ModuleCache::spare() {
   if (spare_ == nullptr) spare_ = api_.vm_create(config_, nullptr);
   return spare_;
@@ -79,7 +86,7 @@ void ModuleCache::remember_refused(const std::string& bytes) {
 }
 
 const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const std::string& module) {
-  if (rootfs.empty() || !api_.has_steps()) return nullptr;
+  if (rootfs.empty()) return nullptr;
   shim::UniqueFd fd = open_in_rootfs(rootfs, module);
   std::string bytes;
   if (fd.get() < 0 || !read_module_file(fd.get(), kMaxZygoteModuleBytes, &bytes)) return nullptr;
@@ -108,7 +115,7 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   const std::size_t cost =
       bytes.size() + (resident_after > resident_before ? resident_after - resident_before : 0);
   if (cost > kMaxBytes) {  // alone past the budget: kept, it would push out every other
-    api_.vm_delete(vm);
+    release(vm);
     remember_refused(bytes);
     say(fmt::format(
         "wasm zygote: module left to its process\tmodule={}\tbytes={}\treason=its instance "
@@ -122,7 +129,7 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   cost_ += cost;
   while (entries_.size() > kMaxModules || (cost_ > kMaxBytes && entries_.size() > 1)) {
     cost_ -= entries_.back().cost;
-    api_.vm_delete(entries_.back().vm);
+    release(entries_.back().vm);
     entries_.pop_back();
   }
   return &entries_.front();
@@ -150,7 +157,7 @@ void* ModuleCache::instantiate(const std::string& bytes, std::string* why) {
   const char* message =
       api_.result_get_message != nullptr ? api_.result_get_message(result) : nullptr;
   *why = std::string(step) + ": " + (message != nullptr ? message : "failed");
-  api_.vm_delete(vm);
+  release(vm);
   return nullptr;
 }
 

@@ -65,6 +65,8 @@ class ModuleCache {
  private:
   // The module's VM, or nullptr with *why saying what kept it out.
   void* instantiate(const std::string& bytes, std::string* why);
+  // Deletes a VM the cache does not keep, and gives what its module took back.
+  void release(void* vm);
   bool refused_before(const std::string& bytes) const;
   void remember_refused(const std::string& bytes);
   // One line ("<message>\t<key>=<value>...") to log_fd_.

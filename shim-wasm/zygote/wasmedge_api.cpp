@@ -39,13 +39,14 @@ bool WasmEdgeApi::load(std::string* error) {
          find(library, "WasmEdge_VMCreate", &vm_create, error) &&
          find(library, "WasmEdge_VMGetImportModuleContext", &vm_get_import_module_context, error) &&
          find(library, "WasmEdge_ModuleInstanceInitWASI", &module_instance_init_wasi, error) &&
-         find(library, "WasmEdge_VMRunWasmFromFile", &vm_run_wasm_from_file, error) &&
          find(library, "WasmEdge_VMDelete", &vm_delete, error) &&
          find_optional(library, "WasmEdge_VMLoadWasmFromBytes", &vm_load_bytes_new) &&
          find_optional(library, "WasmEdge_VMLoadWasmFromBuffer", &vm_load_buffer_old) &&
-         find_optional(library, "WasmEdge_VMValidate", &vm_validate) &&
-         find_optional(library, "WasmEdge_VMInstantiate", &vm_instantiate) &&
-         find_optional(library, "WasmEdge_VMExecute", &vm_execute) &&
+         (vm_load_bytes_new != nullptr || vm_load_buffer_old != nullptr ||
+          find(library, "WasmEdge_VMLoadWasmFromBytes", &vm_load_bytes_new, error)) &&
+         find(library, "WasmEdge_VMValidate", &vm_validate, error) &&
+         find(library, "WasmEdge_VMInstantiate", &vm_instantiate, error) &&
+         find(library, "WasmEdge_VMExecute", &vm_execute, error) &&
          find_optional(library, "WasmEdge_ResultGetMessage", &result_get_message) &&
          find(library, "WasmEdge_StringCreateByCString", &string_create_by_c_string, error) &&
          find(library, "WasmEdge_ModuleInstanceWASIGetExitCode",

@@ -28,11 +28,6 @@ class WasmEdgeApi {
   // dlopen("libwasmedge.so.0") and every symbol below; false with *error saying which
   // required one is missing.
   bool load(std::string* error);
-  // Whether the step-by-step run is there (every one of its functions found).
-  bool has_steps() const {
-    return (vm_load_bytes_new != nullptr || vm_load_buffer_old != nullptr) &&
-           vm_validate != nullptr && vm_instantiate != nullptr && vm_execute != nullptr;
-  }
   // Loads `size` bytes into `vm` through whichever load function the library has.
   WasmEdgeResult vm_load_bytes(void* vm, const std::uint8_t* bytes, std::uint32_t size) const {
     return vm_load_bytes_new != nullptr ? vm_load_bytes_new(vm, WasmEdgeBytes{size, bytes})
@@ -47,12 +42,10 @@ class WasmEdgeApi {
                                     const char* const* envs, std::uint32_t envs_len,
                                     const char* const* preopens,
                                     std::uint32_t preopens_len) = nullptr;
-  WasmEdgeResult (*vm_run_wasm_from_file)(void* vm, const char* path, WasmEdgeString function,
-                                          const void* params, std::uint32_t params_len,
-                                          void* returns, std::uint32_t returns_len) = nullptr;
   void (*vm_delete)(void* vm) = nullptr;
-  // The step-by-step run (the module cache's: load, validate, instantiate, execute). Not
-  // required: without one of them, has_steps() is false and modules load in the child.
+  // A module runs step by step from its bytes: load, validate, instantiate, execute.
+  // Never from a path: WasmEdge's loader given a path dlopens a file that is a shared
+  // library (its AOT format), which would run native code in a copy of the zygote.
   // WasmEdge_VMLoadWasmFromBytes where the library has it (0.14+), else the older
   // WasmEdge_VMLoadWasmFromBuffer: one of the two is vm_load_bytes.
   WasmEdgeResult (*vm_load_bytes_new)(void* vm, WasmEdgeBytes bytes) = nullptr;

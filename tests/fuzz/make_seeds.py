@@ -361,6 +361,54 @@ def cgroup_v2_seeds():
     }
 
 
+# ---- WebAssembly modules -----------------------------------------------------------
+
+def wasm_section(section_id, payload):
+    return bytes([section_id]) + varint(len(payload)) + payload
+
+
+def wasm_name(text):
+    return varint(len(text)) + text
+
+
+def wasm_vector(items):
+    return varint(len(items)) + b"".join(items)
+
+
+def wasm_module(*sections):
+    return b"\0asm\x01\0\0\0" + b"".join(sections)
+
+
+def wasm_module_seeds():
+    """Modules in the shapes check_module and the zygote's bounds (fork_ready.h) read."""
+    types = wasm_section(1, wasm_vector([b"\x60\x00\x00", b"\x60\x01\x7f\x00"]))
+    wasi = wasm_section(2, wasm_vector([
+        wasm_name(b"wasi_snapshot_preview1") + wasm_name(b"proc_exit") + b"\x00\x01",
+        wasm_name(b"wasi_unstable") + wasm_name(b"fd_write") + b"\x00\x00"]))
+    host = wasm_section(2, wasm_vector([wasm_name(b"env") + wasm_name(b"host\xff") + b"\x00\x00"]))
+    functions = wasm_section(3, wasm_vector([b"\x00"]))
+    table = wasm_section(4, wasm_vector([b"\x70\x00\x01"]))
+    memory = wasm_section(5, wasm_vector([b"\x01\x02\x10"]))
+    exports = wasm_section(7, wasm_vector([wasm_name(b"_start") + b"\x00\x02"]))
+    start = wasm_section(8, b"\x02")
+    code = wasm_section(10, wasm_vector([wasm_name(b"\x01\x03\x7f\x0b")]))
+    data = wasm_section(11, wasm_vector([b"\x00\x41\x00\x0b" + wasm_name(b"hello")]))
+    custom = wasm_section(0, wasm_name(b"name") + b"\x00")
+    return {
+        "empty_module": wasm_module(),
+        "wasi_module": wasm_module(types, wasi, functions, table, memory, exports, code, data),
+        "host_import": wasm_module(types, host, functions, code),
+        "start_section": wasm_module(types, wasi, functions, start, code),
+        "custom_first": wasm_module(custom, types, wasi, functions, memory, exports, code),
+        "shared_memory": wasm_module(wasm_section(5, wasm_vector([b"\x03\x01\x02"]))),
+        "many_locals": wasm_module(types, functions,
+                                   wasm_section(10, wasm_vector([wasm_name(
+                                       b"\x01" + varint(60000) + b"\x7f\x0b")]))),
+        "component": b"\0asm\x0d\0\x01\0",
+        "truncated": wasm_module(types, wasi)[:-5],
+    }
+
+
 TARGETS = {
     "fuzz_ttrpc_frame": ttrpc_frame_seeds,
     "fuzz_ttrpc_server": ttrpc_server_seeds,
@@ -372,6 +420,7 @@ TARGETS = {
     "fuzz_go_json": go_json_seeds,
     "fuzz_cgroup_v1": cgroup_v1_seeds,
     "fuzz_cgroup_v2": cgroup_v2_seeds,
+    "fuzz_wasm_module": wasm_module_seeds,
 }
 
 

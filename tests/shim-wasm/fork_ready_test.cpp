@@ -28,6 +28,14 @@ std::string section(char id, const std::string& payload) {
   return std::string(1, id) + leb128(payload.size()) + payload;
 }
 
+// A type section with one () -> () type and a function section declaring `n` functions
+// of it: what a code section of `n` bodies needs before it.
+std::string functions(std::size_t n, const std::string& type = std::string("\x60\x00\x00", 3)) {
+  std::string indices = leb128(n);
+  for (std::size_t i = 0; i < n; ++i) indices += '\0';
+  return section(1, "\x01" + type) + section(3, indices);
+}
+
 TEST_CASE("can_instantiate_before_fork: core modules without a start section",
           "[wasm][fork-ready]") {
   using shim_wasm::can_instantiate_before_fork;
@@ -99,24 +107,40 @@ TEST_CASE("can_instantiate_before_fork: locals, data segments, memories", "[wasm
   const std::string many_locals = std::string("\x01\xe0\xd4\x03\x7f\x0b", 6);
   const std::string code =
       section(10, std::string("\x01", 1) + static_cast<char>(many_locals.size()) + many_locals);
-  CHECK_FALSE(can_instantiate_before_fork(kHeader + code, &why));
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + functions(1) + code, &why));
   CHECK(why == "function body 0 declares 60000 locals or more");
   // Two groups of 30000 each in one body: summed.
   const std::string split = std::string("\x02\xb0\xea\x01\x7f\xb0\xea\x01\x7e\x0b", 10);
   CHECK_FALSE(can_instantiate_before_fork(
-      kHeader + section(10, std::string("\x01", 1) + static_cast<char>(split.size()) + split),
+      kHeader + functions(1) +
+          section(10, std::string("\x01", 1) + static_cast<char>(split.size()) + split),
       &why));
   CHECK(why == "function body 0 declares 60000 locals or more");
   // 27 bodies of 40000 locals: each within the bound, over 2^20 together.
   const std::string body = std::string("\x01\xc0\xb8\x02\x7f\x0b", 6);
   std::string bodies = leb128(27);
   for (int i = 0; i < 27; ++i) bodies += static_cast<char>(body.size()) + body;
-  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(10, bodies), &why));
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + functions(27) + section(10, bodies), &why));
   CHECK(why == "1080000 locals in all");
   // A few locals are fine.
   const std::string few = std::string("\x01\x04\x7f\x0b", 4);
   CHECK(can_instantiate_before_fork(
-      kHeader + section(10, std::string("\x01", 1) + static_cast<char>(few.size()) + few)));
+      kHeader + functions(1) +
+      section(10, std::string("\x01", 1) + static_cast<char>(few.size()) + few)));
+  // The validator counts params as locals too: 1000 of a function's type (a type's most)
+  // and 49001 declared is one past the bound; 1100 functions of 1000 params each are
+  // over 2^20 in all.
+  const std::string wide = std::string(1, '\x60') + leb128(1000) + std::string(1000, '\x7f') + '\0';
+  const std::string declared = std::string("\x01\xe9\xfe\x02\x7f\x0b", 6);  // 49001 i32s
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + functions(1, wide) + section(10, leb128(1) + leb128(declared.size()) + declared),
+      &why));
+  CHECK(why == "function body 0 declares 50001 locals or more");
+  std::string empty_bodies = leb128(1100);
+  for (int i = 0; i < 1100; ++i) empty_bodies += std::string("\x02\x00\x0b", 3);
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + functions(1100, wide) + section(10, empty_bodies), &why));
+  CHECK(why == "1100000 locals in all");
   // 1025 data segments (only the count is read, and the bytes to match).
   CHECK_FALSE(can_instantiate_before_fork(
       kHeader + section(11, leb128(1025) + std::string(1025, '\0')), &why));
@@ -129,6 +153,43 @@ TEST_CASE("can_instantiate_before_fork: locals, data segments, memories", "[wasm
   CHECK_FALSE(can_instantiate_before_fork(
       kHeader + section(5, std::string("\x01\x00\x81\x80\x01", 5)), &why));
   CHECK(why == "a memory of 16385 pages at least");
+}
+
+// What the loader builds grows with a section's bytes (an instruction or expression for
+// a byte of code or element indices), and the validator's records with a type's params.
+TEST_CASE("can_instantiate_before_fork: code and declaration bytes, params, function types",
+          "[wasm][fork-ready]") {
+  using shim_wasm::can_instantiate_before_fork;
+  std::string why;
+  // One body of 512 KiB of nops (0x01) and more: past kMaxZygoteCodeBytes.
+  const std::string nops = std::string(1, '\0') + std::string(512u << 10, '\x01') + "\x0b";
+  const std::string code = leb128(1) + leb128(nops.size()) + nops;
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + functions(1) + section(10, code), &why));
+  CHECK(why == fmt::format("{} bytes of code", code.size()));
+  // Element and global sections of 64 KiB and 64 KiB + 1: past 128 KiB together.
+  const std::string elements = leb128(1) + std::string((64u << 10) - 1, '\0');
+  const std::string globals = leb128(1) + std::string(64u << 10, '\0');
+  CHECK_FALSE(
+      can_instantiate_before_fork(kHeader + section(9, elements) + section(6, globals), &why));
+  CHECK(why == fmt::format("{} bytes of declarations or more", (128u << 10) + 1));
+  CHECK(can_instantiate_before_fork(kHeader + section(9, elements)));
+  // A type of 1001 params; one of 1001 results.
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + section(1, "\x01\x60" + leb128(1001) + std::string(1001, '\x7f') + '\0'), &why));
+  CHECK(why == "type 0 has 1001 params");
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader +
+          section(1, std::string("\x01\x60\x00", 3) + leb128(1001) + std::string(1001, '\x7f')),
+      &why));
+  CHECK(why == "type 0 has 1001 results");
+  // A function of a type that is not there; bodies for functions not declared.
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(3, std::string("\x01\x00", 2)), &why));
+  CHECK(why == "function 0 has no type");
+  const std::string body = std::string("\x02\x00\x0b", 3);
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + functions(1) + section(10, "\x02" + body + body), &why));
+  CHECK(why == "function and code sections of different lengths");
+  CHECK(can_instantiate_before_fork(kHeader + functions(2) + section(10, "\x02" + body + body)));
 }
 
 // WasmEdge's loader sizes a vector from its count before reading an item: a count past
@@ -161,6 +222,14 @@ TEST_CASE("module payload: the module and the rootfs round trip", "[wasm][fork-r
   payload = shim_wasm::decode_module_payload("/m.wasm");  // the module alone
   CHECK(payload.module == "/m.wasm");
   CHECK(payload.rootfs.empty());
+  // What encode_module_payload never makes names no file, rather than another one.
+  using namespace std::string_literals;
+  for (std::string_view odd : {"/etc/shadow\0/\0/run/x/rootfs"s, "m.wasm\0/rootfs"s,
+                               "/m.wasm\0rootfs"s, "relative.wasm"s}) {
+    payload = shim_wasm::decode_module_payload(odd);
+    CHECK(payload.module.empty());
+    CHECK(payload.rootfs.empty());
+  }
 }
 
 }  // namespace

@@ -62,6 +62,20 @@ TEST_CASE("check_module names the import WASI does not provide", "[wasm]") {
   CHECK(s.message() == "/app/host.wasm imports env.host_fn, which WASI does not provide");
 }
 
+// The names are the module's bytes: the error shows them as printable ASCII, at most
+// 128 bytes of each shown (it reaches containerd, whose protobuf wants UTF-8, ctr and logs).
+TEST_CASE("check_module shows an import's odd bytes escaped and its long name cut", "[wasm]") {
+  shim::test::TempDir dir;
+  std::string path =
+      write(dir, "odd.wasm", header() + import_section({{"e\xff\n\\v", std::string(50, '\x01')}}));
+  shim::Status s = shim_wasm::check_module(path, "/odd.wasm");
+  CHECK(s.code() == shim::Code::kInvalidArgument);
+  std::string cut;
+  for (int i = 0; i < 32; ++i) cut += "\\x01";  // 4 bytes each: 32 of the 50 fit
+  CHECK(s.message() ==
+        "/odd.wasm imports e\\xff\\x0a\\x5cv." + cut + "..., which WASI does not provide");
+}
+
 TEST_CASE("check_module refuses what is not a core module", "[wasm]") {
   shim::test::TempDir dir;
   shim::Status text =
@@ -86,6 +100,19 @@ TEST_CASE("check_module refuses what is not a core module", "[wasm]") {
   shim::Status bad_imports = shim_wasm::check_module(
       write(dir, "bi.wasm", header() + Bytes("\x02\x05\x01\x03", 4)), "/bi.wasm");
   CHECK(bad_imports.message() == "/bi.wasm has a malformed import section (import 0)");
+
+  // Entries that end before or after their section does.
+  Bytes one_import = import_section({{"wasi_unstable", "fd_write"}});
+  Bytes longer = one_import;
+  longer[1] = static_cast<char>(longer[1] + 2);
+  shim::Status slack = shim_wasm::check_module(
+      write(dir, "sl.wasm", header() + longer + Bytes("\0\0", 2)), "/sl.wasm");
+  CHECK(slack.message() == "/sl.wasm has a malformed import section (its size)");
+  Bytes shorter = one_import;
+  shorter[1] = static_cast<char>(shorter[1] - 2);
+  shim::Status overrun =
+      shim_wasm::check_module(write(dir, "ov.wasm", header() + shorter), "/ov.wasm");
+  CHECK(overrun.message() == "/ov.wasm has a malformed import section (its size)");
 }
 
 TEST_CASE("check_module reports a missing file as NotFound", "[wasm]") {

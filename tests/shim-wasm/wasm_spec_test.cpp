@@ -80,6 +80,18 @@ TEST_CASE("classify: .wasm, the magic, PATH lookup and the cwd", "[wasm]") {
   CHECK(e.path == "/missing.wasm");
 
   CHECK(shim_wasm::classify(process({}), rootfs.path(), &e).code() == shim::Code::kInvalidArgument);
+
+  // A NUL ends a C string: "/etc/shadow\0/\0.wasm" would be /etc/shadow to whoever opens it.
+  using namespace std::string_literals;
+  for (const shim::Status& nul :
+       {shim_wasm::classify(process({"/etc/shadow\0/\0.wasm"s}), rootfs.path(), &e),
+        shim_wasm::classify(process({"./m.wasm"}, {}, "/etc\0/app"s), rootfs.path(), &e)}) {
+    CHECK(nul.code() == shim::Code::kInvalidArgument);
+    CHECK(nul.message() == "the process's executable path holds a NUL byte");
+  }
+  // A PATH entry with one is no match (open_in_rootfs opens no such path).
+  REQUIRE(shim_wasm::classify(process({"hello.wasm"}, {"PATH=/\0/etc"s}), rootfs.path(), &e).ok());
+  CHECK(e.path == "/hello.wasm");
 }
 
 TEST_CASE("open_in_rootfs resolves symlinks inside the rootfs", "[wasm]") {
@@ -90,6 +102,12 @@ TEST_CASE("open_in_rootfs resolves symlinks inside the rootfs", "[wasm]") {
   CHECK(::read(fd.get(), buf, sizeof buf) == 7);
   CHECK(std::string(buf) == "inside\n");
   CHECK(shim_wasm::open_in_rootfs(rootfs.path(), "/../../../etc/passwd").get() < 0);
+  // Cut at its NUL, the path would be the host's /etc/passwd through a root of "/".
+  using namespace std::string_literals;
+  CHECK(shim_wasm::open_in_rootfs("/\0"s + rootfs.path(), "/etc/passwd").get() < 0);
+  CHECK(errno == EINVAL);
+  CHECK(shim_wasm::open_in_rootfs(rootfs.path(), "/escape\0/x"s).get() < 0);
+  CHECK(errno == EINVAL);
 }
 
 // A FIFO the container made would block whoever opens it for reading (the shim at

@@ -181,6 +181,20 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   CHECK(log_lines_with(s.fx, "module made ready", "module=/hello.wasm") == 1);
   CHECK(log_lines_with(s.fx, "id=shadowed", "reason=") == 0);  // the zygote ran it
 
+  // A shared library where the module was (after Create checked the image's file):
+  // WasmEdge's loader, given a path, would dlopen it and run its constructor in a copy
+  // of the zygote, which holds other containers' modules. The child loads only a
+  // module's bytes.
+  const std::string native = s.fx.dir() + "/native";
+  fs::create_directories(native);
+  fs::copy_file(LIBSHIM_NATIVE_PROBE, native + "/m.wasm");
+  auto library = s.fx.ctr(s.run(
+      {"--rm", "--mount", fmt::format("type=bind,src={},dst=/shadow,options=rbind:ro", native)},
+      "shared-library", {"/shadow/m.wasm"}));
+  CHECK(library.exit_code == 134);
+  CHECK(library.out.find("native code ran") == std::string::npos);
+  CHECK(library.err == "wasm: /shadow/m.wasm is not a WebAssembly module\n");
+
   // A start section is the module's own code, run at instantiation: never in the
   // zygote (its proc_exit would end it), only in the container's process, whose exit
   // status it gives.
@@ -256,6 +270,12 @@ TEST_CASE("wasm: exec, pause and resume, metrics, SIGKILL, containerd restart, n
   auto native_exec = s.fx.ctr(s.exec("spin", "e2", {"/bin/cat", "/etc/message"}));
   CHECK(native_exec.exit_code == 0);
   CHECK(native_exec.out == "a file in the rootfs\n");
+  // A bad module fails the exec with the reason, as it fails a Create.
+  std::ofstream(s.rootfs + "/text.wasm") << "not a module\n";
+  auto bad_exec = s.fx.ctr(s.exec("spin", "e3", {"/text.wasm"}));
+  CHECK(bad_exec.exit_code != 0);
+  CHECK(bad_exec.err.find("wasm: /text.wasm is not a WebAssembly module (no \\0asm magic)") !=
+        std::string::npos);
 
   REQUIRE(s.fx.ctr_ok({"task", "pause", "spin"}).ok());
   CHECK(s.task_status("spin") == "PAUSED");

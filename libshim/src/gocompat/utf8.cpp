@@ -55,11 +55,37 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+std::string to_valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  bool in_invalid_run = false;
+  for (std::size_t pos = 0; pos < s.size();) {
+    Rune rune = decode_rune(s, pos);
+    bool invalid = rune.value == kRuneError && rune.size == 1;
+    if (!invalid) out.append(s.substr(pos, rune.size));
+    if (invalid && !in_invalid_run) out.append("\xEF\xBF\xBD");  // U+FFFD
+    in_invalid_run = invalid;
+    pos += rune.size;
+  }
+  return out;
+}
+
 bool is_space(char32_t rune) {
   switch (rune) {
-    case '\t': case '\n': case '\v': case '\f': case '\r': case ' ':
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F:
-    case 0x205F: case 0x3000:
+    case '\t':
+    case '\n':
+    case '\v':
+    case '\f':
+    case '\r':
+    case ' ':
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return rune >= 0x2000 && rune <= 0x200A;

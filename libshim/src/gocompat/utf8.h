@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace shim::detail {
@@ -22,6 +23,11 @@ Rune decode_last_rune(std::string_view s);
 
 // Go's utf8.ValidString; also what protobuf requires of proto3 `string` fields.
 bool is_valid_utf8(std::string_view s);
+
+// Go's strings.ToValidUTF8(s, "\uFFFD"): each run of invalid bytes becomes one U+FFFD.
+// What goes into a proto3 `string` field from bytes nobody checked (an error that
+// quotes a file's contents): Go's protobuf refuses to decode invalid UTF-8 there.
+std::string to_valid_utf8(std::string_view s);
 
 // Go's unicode.IsSpace.
 bool is_space(char32_t rune);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/proto_wire.h"
+#include "gocompat/utf8.h"
 #include "ttrpc/frame.h"
 
 namespace shim::ttrpc::wire {
@@ -51,9 +52,18 @@ std::string response_frame(std::uint32_t stream_id, const Status& status,
   // no status at all.
   std::size_t status_size = 0;
   std::uint64_t code = 0;
+  // google.rpc.Status.message is a proto3 string: containerd's ttrpc client (Go
+  // protobuf) fails the whole reply when it is not UTF-8, and an error may quote bytes
+  // of a file (a module's import names).
+  std::string valid_message;
+  std::string_view message = status.message();
+  if (!shim::detail::is_valid_utf8(message)) {
+    valid_message = shim::detail::to_valid_utf8(message);
+    message = valid_message;
+  }
   if (!status.ok()) {
     code = int32_wire(static_cast<std::int32_t>(status.code()));
-    status_size = 1 + varint_size(code) + bytes_field_size(status.message());
+    status_size = 1 + varint_size(code) + bytes_field_size(message);
   }
   std::size_t length =
       (status.ok() ? 0 : 1 + varint_size(status_size) + status_size) + bytes_field_size(payload);
@@ -65,7 +75,7 @@ std::string response_frame(std::uint32_t stream_id, const Status& status,
     append_varint(frame, status_size);
     frame.push_back(0x08);
     append_varint(frame, code);
-    append_bytes_field(frame, 0x12, status.message());
+    append_bytes_field(frame, 0x12, message);
   }
   append_bytes_field(frame, kResponsePayloadTag, payload);
   return frame;
