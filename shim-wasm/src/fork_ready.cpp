@@ -167,12 +167,47 @@ std::string check_code(Reader r, const Declared& functions) {
   return {};
 }
 
+// An offset as clang and Rust write one: i32.const or global.get, then end. The loader
+// would read any instructions there (the validator refuses them only later), so a data
+// section, whose bytes are otherwise only copied, could hide what the code bound keeps
+// out.
+bool is_constant_offset(Reader& r) {
+  auto op = r.byte();
+  if (!op || (*op != 0x41 && *op != 0x23)) return false;  // i32.const, global.get
+  for (;;) {                                              // its LEB128 immediate
+    auto b = r.byte();
+    if (!b) return false;
+    if ((*b & 0x80) == 0) break;
+  }
+  auto end = r.byte();
+  return end && *end == 0x0b;
+}
+
 // Each active segment can touch pages of its own in the memory: their number bounds
 // what instantiation dirties beyond the file's own bytes.
 std::string check_data(Reader r) {
   auto count = r.u32();
   if (!count) return "a truncated data section";
   if (*count > kMaxZygoteDataSegments) return fmt::format("{} data segments", *count);
+  for (std::uint32_t i = 0; i < *count; ++i) {
+    auto mode = r.u32();  // 0: active, memory 0; 1: passive; 2: active, memory given
+    if (!mode || *mode > 2) return fmt::format("data segment {} is malformed", i);
+    if (*mode == 2 && !r.u32()) return fmt::format("data segment {} is malformed", i);
+    if (*mode != 1 && !is_constant_offset(r))
+      return fmt::format("data segment {} has an offset that is not a constant", i);
+    auto size = r.u32();
+    if (!size || !r.take(*size)) return fmt::format("data segment {} is malformed", i);
+  }
+  return {};
+}
+
+// A custom section named "wasmedge" is universal Wasm's AOT code: native code, which
+// the zygote's engine (forced to interpret) should ignore, and which must not be parsed
+// outside every cgroup either.
+std::string check_custom(Reader r) {
+  auto size = r.u32();
+  auto name = size ? r.take(*size) : std::nullopt;
+  if (name && *name == "wasmedge") return "native code (a \"wasmedge\" section)";
   return {};
 }
 
@@ -191,7 +226,8 @@ std::string check_count(std::uint8_t id, std::string_view payload) {
 
 // What the loader makes of a section grows with its bytes (up to ~160 bytes of objects
 // for a byte of element indices or nested blocks): bound the bytes of the code section
-// and of all other sections but data (copied, not expanded) and custom ones.
+// and of all other sections but data (copied; check_data wants constant offsets) and
+// custom ones.
 std::string check_sizes(std::uint8_t id, std::size_t size, std::uint64_t* other_bytes) {
   if (id == kSectionCustom || id == kSectionData) return {};
   if (id == kSectionCode) {
@@ -215,10 +251,11 @@ std::string why_not(std::string_view bytes) {
     auto size = sections.u32();
     auto payload = size ? sections.take(*size) : std::nullopt;
     if (!id || !payload) return "a malformed section list";
+    if (*id == kSectionStart) return "a start section";
     std::string why = check_count(*id, *payload);
     if (why.empty()) why = check_sizes(*id, payload->size(), &other_bytes);
     if (!why.empty()) return why;
-    if (*id == kSectionStart) return "a start section";
+    if (*id == kSectionCustom) why = check_custom(Reader(*payload));
     if (*id == kSectionType) why = check_types(Reader(*payload), &declared);
     if (*id == kSectionFunction) why = check_functions(Reader(*payload), &declared);
     if (*id == kSectionTable) why = check_tables(Reader(*payload));

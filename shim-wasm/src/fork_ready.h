@@ -35,8 +35,10 @@ inline constexpr std::size_t kMaxZygoteModuleBytes = 4u << 20;
 inline constexpr std::uint32_t kMaxZygoteSectionItems = 1u << 18;
 // What the loader's objects grow from, ~90-160 bytes for a byte at worst (nested blocks,
 // br_table labels, element indices, each an instruction or an expression): the code
-// section's bytes, and all other sections' but data and custom ones, summed. So a
-// module's load stays within tens of MiB, and the cache's 64 MiB then apply.
+// section's bytes, and all other sections' but data (bytes copied; its offsets must be
+// constants) and custom ones, summed. So a module's load stays within tens of MiB
+// (47 MiB for 512 KiB of nested blocks, the worst measured), and the cache's 64 MiB
+// then apply.
 inline constexpr std::size_t kMaxZygoteCodeBytes = 512u << 10;
 inline constexpr std::size_t kMaxZygoteDeclarationBytes = 128u << 10;
 // Params or results of one function type (V8's limit for each).
@@ -47,7 +49,9 @@ inline constexpr std::uint32_t kMaxZygoteTypeArity = 1000;
 // section (id 8), only function types and locals of one-byte value types, each vector
 // section's count within its payload, function and code sections of one length, and
 // declarations within the bounds above (a function's params count as its locals; one
-// memory, neither shared nor 64-bit). Otherwise false, and *why (if given) says what.
+// memory, neither shared nor 64-bit; data segments at constant offsets), and no
+// "wasmedge" custom section (universal Wasm's native code). Otherwise false, and *why
+// (if given) says what.
 bool can_instantiate_before_fork(std::string_view bytes, std::string* why = nullptr);
 
 }  // namespace shim_wasm

@@ -88,10 +88,12 @@ shim::Status ForkedContainer::exec(const shim::ExecConfig& exec, std::uint32_t* 
   Entrypoint entry;
   if (shim::Status s = classify(process.get_object(), rootfs_, &entry); !s.ok())
     return with_prefix(s);
-  // As at Create: a bad module gets its reason here, not exit 134 after Start.
+  // As at Create: a bad module gets its reason here, not exit 134 after Start. Read
+  // through the init's root, which holds the spec's mounts (a volume), not the rootfs
+  // dir; the init is the shim's child, so its pid is its own until reaped.
   if (entry.wasm) {
-    if (shim::Status s = check_module_in_rootfs(rootfs_, entry.path); !s.ok())
-      return with_prefix(s);
+    const std::string root = fmt::format("/proc/{}/root", init_.pid);
+    if (shim::Status s = check_module_in_rootfs(root, entry.path); !s.ok()) return with_prefix(s);
   }
   shim::oci::ProcessSpawn spawn;
   if (shim::Status s = plan_exec(process.get_object(), rootfs_, entry, exec.stdio,

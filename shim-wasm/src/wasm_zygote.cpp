@@ -62,9 +62,14 @@ shim::Status WasmZygote::server(std::shared_ptr<shim::ForkServer>* out) {
   starting_ = true;
   lock.unlock();
   std::shared_ptr<shim::ForkServer> started;
-  shim::Status status = start_server(&started);
+  shim::Status status;
+  try {
+    status = start_server(&started);
+  } catch (...) {
+    status = shim::Status(shim::Code::kUnknown, "wasm: start the zygote: an exception");
+  }
   lock.lock();
-  starting_ = false;
+  starting_ = false;  // whatever happened: the waiters must not wait for ever
   if (status.ok()) server_ = started;
   lock.unlock();
   started_.notify_all();

@@ -190,6 +190,25 @@ TEST_CASE("can_instantiate_before_fork: code and declaration bytes, params, func
       kHeader + functions(1) + section(10, "\x02" + body + body), &why));
   CHECK(why == "function and code sections of different lengths");
   CHECK(can_instantiate_before_fork(kHeader + functions(2) + section(10, "\x02" + body + body)));
+  // A data segment's offset is a constant, else the loader would build whatever
+  // instructions are there: 100 nested blocks where i32.const belongs.
+  const std::string hello = std::string("\x00\x41\x10\x0b\x05hello", 10);
+  CHECK(can_instantiate_before_fork(kHeader + section(11, "\x01" + hello)));
+  const std::string passive = std::string("\x01\x02hi", 4);
+  const std::string on_memory_0 = std::string("\x02\x00\x23\x00\x0b\x00", 6);  // global.get 0
+  CHECK(can_instantiate_before_fork(kHeader + section(11, "\x02" + passive + on_memory_0)));
+  std::string blocks = std::string(1, '\0');
+  for (int i = 0; i < 100; ++i) blocks += "\x02\x40";
+  blocks += std::string(101, '\x0b') + '\0';
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(11, "\x01" + blocks), &why));
+  CHECK(why == "data segment 0 has an offset that is not a constant");
+  CHECK_FALSE(
+      can_instantiate_before_fork(kHeader + section(11, "\x01" + hello.substr(0, 8)), &why));
+  CHECK(why == "data segment 0 is malformed");
+  // Universal Wasm's AOT code: native code, never loaded there.
+  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(0, "\x08wasmedge\x01"), &why));
+  CHECK(why == "native code (a \"wasmedge\" section)");
+  CHECK(can_instantiate_before_fork(kHeader + section(0, "\x08wasmedgf\x01")));
 }
 
 // WasmEdge's loader sizes a vector from its count before reading an item: a count past

@@ -89,9 +89,12 @@ TEST_CASE("classify: .wasm, the magic, PATH lookup and the cwd", "[wasm]") {
     CHECK(nul.code() == shim::Code::kInvalidArgument);
     CHECK(nul.message() == "the process's executable path holds a NUL byte");
   }
-  // A PATH entry with one is no match (open_in_rootfs opens no such path).
-  REQUIRE(shim_wasm::classify(process({"hello.wasm"}, {"PATH=/\0/etc"s}), rootfs.path(), &e).ok());
+  // A PATH entry with one is no match, even where the path cut at it is a file
+  // ("/hello.wasm\0x/hello.wasm" would open /hello.wasm).
+  REQUIRE(shim_wasm::classify(process({"hello.wasm"}, {"PATH=/hello.wasm\0x"s}), rootfs.path(), &e)
+              .ok());
   CHECK(e.path == "/hello.wasm");
+  CHECK(e.path.size() == 11);
 }
 
 TEST_CASE("open_in_rootfs resolves symlinks inside the rootfs", "[wasm]") {

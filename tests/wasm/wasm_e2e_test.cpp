@@ -260,7 +260,14 @@ TEST_CASE("wasm: exec, pause and resume, metrics, SIGKILL, containerd restart, n
           "[wasm-e2e][multi-version]") {
   SKIP_WITHOUT_WASM();
   WasmSetup s;
-  REQUIRE(s.fx.ctr_ok(s.run({"-d"}, "spin", {"/spin.wasm"})).ok());
+  // A volume: an exec's module may be there rather than in the image.
+  const std::string volume = s.fx.dir() + "/volume";
+  fs::create_directories(volume);
+  fs::copy_file(kModules + "/hello.wasm", volume + "/tool.wasm");
+  REQUIRE(s.fx.ctr_ok(s.run({"-d", "--mount",
+                             fmt::format("type=bind,src={},dst=/data,options=rbind:ro", volume)},
+                            "spin", {"/spin.wasm"}))
+              .ok());
   REQUIRE(s.wait_status("spin", "RUNNING"));
 
   auto module_exec = s.fx.ctr(s.exec("spin", "e1", {"/hello.wasm", "7"}));
@@ -270,6 +277,9 @@ TEST_CASE("wasm: exec, pause and resume, metrics, SIGKILL, containerd restart, n
   auto native_exec = s.fx.ctr(s.exec("spin", "e2", {"/bin/cat", "/etc/message"}));
   CHECK(native_exec.exit_code == 0);
   CHECK(native_exec.out == "a file in the rootfs\n");
+  auto volume_exec = s.fx.ctr(s.exec("spin", "e4", {"/data/tool.wasm", "9"}));
+  CHECK(volume_exec.exit_code == 9);
+  CHECK(volume_exec.out.starts_with("hello from wasm\nargv[0]=tool.wasm\nargv[1]=9\n"));
   // A bad module fails the exec with the reason, as it fails a Create.
   std::ofstream(s.rootfs + "/text.wasm") << "not a module\n";
   auto bad_exec = s.fx.ctr(s.exec("spin", "e3", {"/text.wasm"}));
