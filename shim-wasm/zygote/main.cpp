@@ -144,8 +144,7 @@ int main() {
   api.configure_add_host_registration(config, shim_wasm::WasmEdgeApi::kHostRegistrationWasi);
   // A module is Wasm to run in the engine's sandbox, never native code it carries (a
   // "wasmedge" AOT section), here or in a child holding other containers' modules.
-  if (api.configure_set_force_interpreter != nullptr)
-    api.configure_set_force_interpreter(config, true);
+  api.configure_set_force_interpreter(config, true);
   // VMs (a store, loader, executor and WASI host module each) are made here, never in a
   // child: each child runs its module in its own copy of one, so the pages it wrote stay
   // shared (a VM made in each child cost 620 KiB of private heap) and the child skips

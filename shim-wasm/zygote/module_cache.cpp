@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "fork_ready.h"
 #include "module_file.h"
 #include "rootfs_file.h"
+#include "trial_run.h"
 
 namespace shim_wasm {
 namespace {
@@ -135,25 +137,51 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   return &entries_.front();
 }
 
+const char* ModuleCache::load_steps(void* vm, const std::string& bytes,
+                                    WasmEdgeResult* result) const {
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  *result = api_.vm_load_bytes(vm, data, static_cast<std::uint32_t>(bytes.size()));
+  if (!api_.result_ok(*result)) return "load";
+  *result = api_.vm_validate(vm);
+  if (!api_.result_ok(*result)) return "validate";
+  *result = api_.vm_instantiate(vm);
+  if (!api_.result_ok(*result)) return "instantiate";
+  return nullptr;
+}
+
 void* ModuleCache::instantiate(const std::string& bytes, std::string* why) {
   if (!can_instantiate_before_fork(bytes, why)) return nullptr;
+  // What the load costs the engine is measured in a copy of this process first: past
+  // the bounds, it is killed there and the module left to its own process.
+  const TrialOutcome trial = run_trial(
+      [this, &bytes] {
+        void* vm = spare_ != nullptr ? spare_ : api_.vm_create(config_, nullptr);
+        WasmEdgeResult result{};
+        return vm != nullptr && load_steps(vm, bytes, &result) == nullptr;
+      },
+      kTrialBounds);
+  switch (trial.result) {
+    case TrialOutcome::Result::kTooLarge:
+      *why = fmt::format("its trial load grew past {} MiB", kTrialBounds.max_growth_bytes >> 20);
+      return nullptr;
+    case TrialOutcome::Result::kTooSlow:
+      *why = fmt::format("its trial load ran past {} ms", kTrialBounds.max_time.count());
+      return nullptr;
+    case TrialOutcome::Result::kNoChild:
+      *why = fmt::format("no trial load (fork: {})", std::strerror(trial.error));
+      return nullptr;
+    case TrialOutcome::Result::kDone:
+    case TrialOutcome::Result::kFailed:  // the engine's reason comes from the load below
+      break;
+  }
   void* vm = spare_ != nullptr ? std::exchange(spare_, nullptr) : api_.vm_create(config_, nullptr);
   if (vm == nullptr) {
     *why = "no VM could be made";
     return nullptr;
   }
-  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  const char* step = "load";
-  WasmEdgeResult result = api_.vm_load_bytes(vm, data, static_cast<std::uint32_t>(bytes.size()));
-  if (api_.result_ok(result)) {
-    step = "validate";
-    result = api_.vm_validate(vm);
-  }
-  if (api_.result_ok(result)) {
-    step = "instantiate";
-    result = api_.vm_instantiate(vm);
-  }
-  if (api_.result_ok(result)) return vm;
+  WasmEdgeResult result{};
+  const char* step = load_steps(vm, bytes, &result);
+  if (step == nullptr) return vm;
   const char* message =
       api_.result_get_message != nullptr ? api_.result_get_message(result) : nullptr;
   *why = std::string(step) + ": " + (message != nullptr ? message : "failed");

@@ -7,9 +7,10 @@
 //
 // A module is known by its bytes, never by its path or inode: two containers' rootfs
 // paths differ for one image, and a changed file is another module. Modules that cannot
-// be made ready (shim-wasm/src/fork_ready.h; an import WASI lacks, a malformed file, too
-// large, an engine without the step-by-step API) are left to the child, which loads the
-// file itself and reports the engine's error as ever; the shim's log says why, once.
+// be made ready (shim-wasm/src/fork_ready.h; a load whose trial in a forked copy went
+// past its bounds, shim-wasm/src/trial_run.h; an import WASI lacks, a malformed file)
+// are left to the child, which loads the file itself and reports the engine's error as
+// ever; the shim's log says why, once.
 //
 // Threading: the zygote's only thread (serve_forks' before_fork); a child uses the VM it
 // inherited.
@@ -19,6 +20,7 @@
 #include <list>
 #include <string>
 
+#include "trial_run.h"
 #include "wasmedge_api.h"
 
 namespace shim_wasm {
@@ -61,10 +63,17 @@ class ModuleCache {
   static constexpr std::size_t kMaxModules = 8;
   static constexpr std::size_t kMaxBytes = 64u << 20;
   static constexpr std::size_t kMaxRefused = 64;
+  // A new module's load is tried first in a forked copy of the zygote (trial_run.h):
+  // killed there past 64 MiB of growth or 500 ms, it is left to its own process.
+  static constexpr TrialBounds kTrialBounds{64u << 20, std::chrono::milliseconds(500),
+                                            std::chrono::milliseconds(2)};
 
  private:
   // The module's VM, or nullptr with *why saying what kept it out.
   void* instantiate(const std::string& bytes, std::string* why);
+  // Loads, validates and instantiates `bytes` in `vm`: nullptr, or the step that failed
+  // (*result its result).
+  const char* load_steps(void* vm, const std::string& bytes, WasmEdgeResult* result) const;
   // Deletes a VM the cache does not keep, and gives what its module took back.
   void release(void* vm);
   bool refused_before(const std::string& bytes) const;

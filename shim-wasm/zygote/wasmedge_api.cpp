@@ -36,8 +36,8 @@ bool WasmEdgeApi::load(std::string* error) {
   return find(library, "WasmEdge_ConfigureCreate", &configure_create, error) &&
          find(library, "WasmEdge_ConfigureAddHostRegistration", &configure_add_host_registration,
               error) &&
-         find_optional(library, "WasmEdge_ConfigureSetForceInterpreter",
-                       &configure_set_force_interpreter) &&
+         find(library, "WasmEdge_ConfigureSetForceInterpreter", &configure_set_force_interpreter,
+              error) &&
          find(library, "WasmEdge_VMCreate", &vm_create, error) &&
          find(library, "WasmEdge_VMGetImportModuleContext", &vm_get_import_module_context, error) &&
          find(library, "WasmEdge_ModuleInstanceInitWASI", &module_instance_init_wasi, error) &&

@@ -36,9 +36,9 @@ class WasmEdgeApi {
 
   void* (*configure_create)() = nullptr;
   void (*configure_add_host_registration)(void* config, int host) = nullptr;
-  // Optional (0.14+ has it): an interpreter only, never the native code of a module's
-  // "wasmedge" custom section (universal Wasm's AOT code, which 0.14-0.16 would load
-  // and run by default, from bytes too).
+  // An interpreter only, never the native code of a module's "wasmedge" custom section
+  // (universal Wasm's AOT code, which 0.14-0.16 would load and run by default, from
+  // bytes too). Required: a zygote that cannot say so does not start.
   void (*configure_set_force_interpreter)(void* config, bool on) = nullptr;
   void* (*vm_create)(const void* config, void* store) = nullptr;
   void* (*vm_get_import_module_context)(void* vm, int host) = nullptr;

@@ -73,10 +73,14 @@ TEST_CASE("can_instantiate_before_fork: bounded declarations only", "[wasm][fork
       section(4, std::string("\x02\x70\x00\x80\x80\x21\x6f\x00\x80\x80\x21", 11));
   CHECK_FALSE(can_instantiate_before_fork(kHeader + two, &why));
   CHECK(why == "tables of 1081344 entries");
-  // A GC struct type (0x5f) and a function type with a typed reference (0x64 ...).
-  CHECK_FALSE(can_instantiate_before_fork(kHeader + section(1, std::string("\x01\x5f\x00", 3))));
-  CHECK_FALSE(can_instantiate_before_fork(kHeader +
-                                          section(1, std::string("\x01\x60\x01\x64\x70\x00", 6))));
+  // A GC struct type (0x5f) and a function type with a typed reference (0x64) for a
+  // result, each laid out so that a plain function type's reading would accept it.
+  CHECK_FALSE(
+      can_instantiate_before_fork(kHeader + section(1, std::string("\x01\x5f\x00\x00", 4)), &why));
+  CHECK(why == "type 0 is not a function type");
+  CHECK_FALSE(can_instantiate_before_fork(
+      kHeader + section(1, std::string("\x01\x60\x00\x01\x64", 5)), &why));
+  CHECK(why == "type 0 uses a typed reference");
   // Memories: plain (flags 0 or 1) taken; shared (3) and 64-bit (4) not.
   CHECK(can_instantiate_before_fork(kHeader + section(5, std::string("\x01\x01\x01\x02", 4))));
   CHECK_FALSE(

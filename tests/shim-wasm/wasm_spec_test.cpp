@@ -94,7 +94,6 @@ TEST_CASE("classify: .wasm, the magic, PATH lookup and the cwd", "[wasm]") {
   REQUIRE(shim_wasm::classify(process({"hello.wasm"}, {"PATH=/hello.wasm\0x"s}), rootfs.path(), &e)
               .ok());
   CHECK(e.path == "/hello.wasm");
-  CHECK(e.path.size() == 11);
 }
 
 TEST_CASE("open_in_rootfs resolves symlinks inside the rootfs", "[wasm]") {

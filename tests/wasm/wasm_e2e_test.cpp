@@ -87,6 +87,34 @@ std::string start_section_module() {
   return m;
 }
 
+// A module whose load costs the engine hundreds of MiB although its bytes pass the
+// zygote's static bounds: after `unreachable`, 170 000 nested blocks of a type of 64
+// params and 64 results (the validator keeps every open block's types). Run, it traps.
+std::string costly_module() {
+  auto leb = [](std::size_t n) {
+    std::string out;
+    do {
+      unsigned char b = n & 0x7f;
+      n >>= 7;
+      out.push_back(static_cast<char>(n != 0 ? b | 0x80 : b));
+    } while (n != 0);
+    return out;
+  };
+  auto section = [&leb](char id, const std::string& payload) {
+    return std::string(1, id) + leb(payload.size()) + payload;
+  };
+  const std::string i32s = leb(64) + std::string(64, '\x7f');
+  const std::size_t blocks = 170000;
+  std::string body = std::string("\x00\x00", 2);                // no locals; unreachable
+  for (std::size_t i = 0; i < blocks; ++i) body += "\x02\x01";  // block (type 1)
+  body += std::string(blocks + 1, '\x0b');
+  return std::string("\0asm\x01\0\0\0", 8) +
+         section(1, std::string("\x02\x60\x00\x00\x60", 5) + i32s + i32s) +
+         section(3, std::string("\x01\x00", 2)) +
+         section(7, std::string("\x01\x06_start\x00\x00", 10)) +
+         section(10, "\x01" + leb(body.size()) + body);
+}
+
 // A private containerd and a rootfs holding the test modules, busybox (for native
 // entrypoints and execs) and a file for the module to read.
 struct WasmSetup {
@@ -207,6 +235,13 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   CHECK(eventually_log_lines_with(
       s.fx, "msg=\"wasm zygote: module left to its process\" bytes=103 module=/start.wasm",
       "reason=\"a start section\""));
+  // A module that passes the zygote's static bounds but whose load grows past 64 MiB is
+  // killed in the zygote's trial copy and left to its own process, which traps.
+  std::ofstream(s.rootfs + "/costly.wasm", std::ios::binary) << costly_module();
+  auto costly = s.fx.ctr(s.run({"--rm"}, "costly", {"/costly.wasm"}), 60s);
+  CHECK(costly.exit_code == 134);
+  CHECK(eventually_log_lines_with(s.fx, "module=/costly.wasm",
+                                  "reason=\"its trial load grew past 64 MiB\""));
   auto after = s.fx.ctr(s.run({"--rm"}, "after-start", {"/hello.wasm", "4"}));
   CHECK(after.exit_code == 4);  // the same zygote still serves
   CHECK(log_lines_with(s.fx, "wasm zygote started", "") == 1);

@@ -1,0 +1,76 @@
+// shim-wasm/src/trial_run.h: work tried in a forked child under bounds of memory and
+// time, as the zygote tries a new module's load before it does it for real.
+#include "trial_run.h"
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+using shim_wasm::run_trial;
+using shim_wasm::TrialBounds;
+using Result = shim_wasm::TrialOutcome::Result;
+
+TEST_CASE("run_trial: the child's answer, and nothing of its writes", "[wasm][trial]") {
+  int touched = 0;
+  CHECK(run_trial([&touched] { return ++touched == 1; }, TrialBounds{}).result == Result::kDone);
+  CHECK(touched == 0);  // the child's copy changed, not ours
+  CHECK(run_trial([] { return false; }, TrialBounds{}).result == Result::kFailed);
+  CHECK(run_trial([]() -> bool { throw std::runtime_error("x"); }, TrialBounds{}).result ==
+        Result::kFailed);
+}
+
+// 256 MiB written in the child against a 32 MiB bound: killed on the way (sampled), or
+// found by its peak at the end, never answered as done.
+TEST_CASE("run_trial: a child that grows past the bound is killed", "[wasm][trial]") {
+  const auto began = std::chrono::steady_clock::now();
+  auto outcome = run_trial(
+      [] {
+        std::vector<char*> blocks;
+        for (int i = 0; i < 256; ++i) {
+          blocks.push_back(new char[1u << 20]);
+          std::memset(blocks.back(), 1, 1u << 20);
+        }
+        return true;
+      },
+      TrialBounds{32u << 20, std::chrono::seconds(20)});
+  CHECK(outcome.result == Result::kTooLarge);
+  CHECK(outcome.peak_growth_bytes > (32u << 20));
+  CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
+}
+
+// A spike the parent's samples miss (64 MiB written and freed at once; the parent samples
+// at the start and then once a second) is found by the child's own peak at its end.
+TEST_CASE("run_trial: a spike between samples counts", "[wasm][trial]") {
+  auto outcome = run_trial(
+      [] {
+        for (int round = 0; round < 4; ++round) {
+          char* block = new char[64u << 20];
+          std::memset(block, 1, 64u << 20);
+          delete[] block;  // glibc unmaps a block this large at once
+        }
+        return true;
+      },
+      TrialBounds{32u << 20, std::chrono::seconds(20), std::chrono::seconds(1)});
+  CHECK(outcome.result == Result::kTooLarge);
+  CHECK(outcome.peak_growth_bytes < (32u << 20));  // the samples saw none of it
+}
+
+TEST_CASE("run_trial: a child that runs past the time is killed", "[wasm][trial]") {
+  auto outcome = run_trial(
+      [] {
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+        return true;
+      },
+      TrialBounds{64u << 20, std::chrono::milliseconds(100)});
+  CHECK(outcome.result == Result::kTooSlow);
+  CHECK(outcome.ms >= 100);
+  CHECK(outcome.ms < 3000);
+}
+
+}  // namespace
