@@ -1,22 +1,34 @@
 #include "trial_run.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "shim/unique_fd.h"
+
 namespace shim_wasm {
 namespace {
 
-// Resident bytes of `pid` not backed by a file (statm's resident - shared): what it
-// allocated or wrote, not the code it paged in. 0 when unknown.
+using Result = TrialOutcome::Result;
+
+// The child's exit statuses: done, failed, and past its bound by its own peak.
+constexpr int kExitDone = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitTooLarge = 3;
+
+// Resident bytes of `pid` (0: this process) not backed by a file (statm's resident -
+// shared): what it allocated or wrote. 0 when unknown.
 std::size_t anonymous_resident(pid_t pid) {
   const std::string path =
       pid == 0 ? std::string("/proc/self/statm") : "/proc/" + std::to_string(pid) + "/statm";
@@ -27,6 +39,26 @@ std::size_t anonymous_resident(pid_t pid) {
   std::fclose(statm);
   if (got != 3 || resident < shared) return 0;
   return (resident - shared) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// The CPU time `pid` has used (utime + stime of /proc/<pid>/stat); zero when unknown.
+std::chrono::milliseconds cpu_time(pid_t pid) {
+  std::FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
+  if (stat == nullptr) return {};
+  char line[1024];
+  const bool got = std::fgets(line, sizeof line, stat) != nullptr;
+  std::fclose(stat);
+  const char* after_name = got ? std::strrchr(line, ')') : nullptr;  // comm may hold spaces
+  if (after_name == nullptr) return {};
+  unsigned long long utime = 0, stime = 0;
+  // Fields 3-15 after the name: state ppid pgrp session tty tpgid flags minflt cminflt
+  // majflt cmajflt utime stime.
+  if (std::sscanf(after_name + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                  &stime) != 2) {
+    return {};
+  }
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  return std::chrono::milliseconds((utime + stime) * 1000 / (ticks > 0 ? ticks : 100));
 }
 
 // A line "<key>: <n> kB" of /proc/self/status, in bytes; 0 if absent.
@@ -46,19 +78,18 @@ std::size_t status_bytes(const char* key) {
   return value;
 }
 
-constexpr int kExitTooLarge = 3;
-
 [[noreturn]] void run_child(const std::function<bool()>& attempt, pid_t parent,
                             std::size_t max_growth) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(1);  // the caller died before prctl
-  // The peak between the parent's samples: reset VmHWM to the RSS now (clear_refs 5),
-  // read it at the end.
+  if (::getppid() != parent) ::_exit(kExitFailed);  // the caller died before prctl
+  // Its peak between the parent's samples: VmHWM (reset to the RSS now, clear_refs 5)
+  // at the end, less the file pages it holds then (a fork leaves the caller's file
+  // pages unmapped; the engine's code paged in again is not growth).
   if (std::FILE* clear = std::fopen("/proc/self/clear_refs", "we"); clear != nullptr) {
     std::fputs("5", clear);
     std::fclose(clear);
   }
-  const std::size_t before = status_bytes("VmRSS");
+  const std::size_t anonymous_before = status_bytes("RssAnon");
   bool done = false;
   try {
     done = attempt();
@@ -66,8 +97,33 @@ constexpr int kExitTooLarge = 3;
     done = false;
   }
   const std::size_t peak = status_bytes("VmHWM");
-  if (before != 0 && peak > before + max_growth) ::_exit(kExitTooLarge);
-  ::_exit(done ? 0 : 1);  // no atexit handlers or stdio flushes of the caller's
+  const std::size_t files = status_bytes("RssFile") + status_bytes("RssShmem");
+  if (anonymous_before != 0 && peak > files + anonymous_before + max_growth) ::_exit(kExitTooLarge);
+  ::_exit(done ? kExitDone : kExitFailed);  // no atexit handlers or stdio flushes of ours
+}
+
+Result result_of(int status) {
+  if (WIFEXITED(status)) {
+    switch (WEXITSTATUS(status)) {
+      case kExitDone:
+        return Result::kDone;
+      case kExitTooLarge:
+        return Result::kTooLarge;
+      case kExitFailed:
+        return Result::kFailed;
+    }
+  }
+  return Result::kCrashed;  // a signal of its own (SIGSEGV, an abort, the OOM killer)
+}
+
+// Waits up to `timeout` for `pid` to end (its pidfd readable), or sleeps that long.
+void wait_a_while(const shim::UniqueFd& pidfd, std::chrono::milliseconds timeout) {
+  if (pidfd.get() < 0) {
+    std::this_thread::sleep_for(timeout);
+    return;
+  }
+  pollfd ended{pidfd.get(), POLLIN, 0};
+  ::poll(&ended, 1, static_cast<int>(timeout.count()));  // EINTR: the loop looks again
 }
 
 }  // namespace
@@ -80,43 +136,38 @@ TrialOutcome run_trial(const std::function<bool()>& attempt, const TrialBounds& 
   const pid_t pid = ::fork();
   if (pid == 0) run_child(attempt, parent, bounds.max_growth_bytes);
   if (pid < 0) {
-    outcome.result = TrialOutcome::Result::kNoChild;
+    outcome.result = Result::kNoChild;
     outcome.error = errno;
     return outcome;
   }
-  using Result = TrialOutcome::Result;
+  // Without a pidfd (a kernel before 5.3) the waits are plain sleeps.
+  const shim::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   std::optional<Result> killed;
   for (;;) {
     int status = 0;
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
     const auto elapsed = std::chrono::steady_clock::now() - began;
     outcome.ms = std::chrono::duration<double, std::milli>(elapsed).count();
-    if (done == pid || (done < 0 && errno != EINTR)) {
-      if (killed) {
-        outcome.result = *killed;
-      } else {
-        bool exited = done == pid && WIFEXITED(status);
-        outcome.result = !exited                                ? Result::kFailed
-                         : WEXITSTATUS(status) == 0             ? Result::kDone
-                         : WEXITSTATUS(status) == kExitTooLarge ? Result::kTooLarge
-                                                                : Result::kFailed;
-      }
+    if (done < 0 && errno == EINTR) continue;
+    if (done == pid || done < 0) {
+      outcome.result = killed ? *killed : done == pid ? result_of(status) : Result::kCrashed;
+      if (done < 0) outcome.error = errno;
       return outcome;
     }
-    if (killed) {  // killed, not yet reaped
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      continue;
+    if (!killed) {
+      const std::size_t resident = anonymous_resident(pid);
+      const std::size_t growth = resident > baseline ? resident - baseline : 0;
+      if (growth > outcome.peak_growth_bytes) outcome.peak_growth_bytes = growth;
+      if (growth > bounds.max_growth_bytes) {
+        killed = Result::kTooLarge;
+      } else if (cpu_time(pid) > bounds.max_cpu) {
+        killed = Result::kTooSlow;
+      } else if (elapsed > bounds.max_wall) {
+        killed = Result::kTimedOut;
+      }
+      if (killed) ::kill(pid, SIGKILL);  // reaped on a later turn
     }
-    const std::size_t resident = anonymous_resident(pid);
-    const std::size_t growth = resident > baseline ? resident - baseline : 0;
-    if (growth > outcome.peak_growth_bytes) outcome.peak_growth_bytes = growth;
-    if (growth > bounds.max_growth_bytes) killed = Result::kTooLarge;
-    if (!killed && elapsed > bounds.max_time) killed = Result::kTooSlow;
-    if (killed) {
-      ::kill(pid, SIGKILL);
-      continue;
-    }
-    std::this_thread::sleep_for(bounds.sample_every);
+    wait_a_while(pidfd, killed ? std::chrono::milliseconds(1) : bounds.sample_every);
   }
 }
 

@@ -103,13 +103,15 @@ const ModuleCache::Entry* ModuleCache::ready(const std::string& rootfs, const st
   const auto began = std::chrono::steady_clock::now();
   const std::size_t resident_before = resident_bytes();
   std::string why;
-  void* vm = instantiate(bytes, &why);
+  bool for_good = true;
+  void* vm = instantiate(bytes, &why, &for_good);
   const std::size_t resident_after = resident_bytes();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
-  // To the shim's log (stderr_relay.h): once per module and shim.
+  // To the shim's log (stderr_relay.h): once per module and shim (each time for what
+  // may pass another time: a busy machine, no fork).
   if (vm == nullptr) {
-    remember_refused(bytes);
+    if (for_good) remember_refused(bytes);
     say(fmt::format("wasm zygote: module left to its process\tmodule={}\tbytes={}\treason={}",
                     field_text(module), bytes.size(), field_text(why)));
     return nullptr;
@@ -149,7 +151,7 @@ const char* ModuleCache::load_steps(void* vm, const std::string& bytes,
   return nullptr;
 }
 
-void* ModuleCache::instantiate(const std::string& bytes, std::string* why) {
+void* ModuleCache::instantiate(const std::string& bytes, std::string* why, bool* for_good) {
   if (!can_instantiate_before_fork(bytes, why)) return nullptr;
   // What the load costs the engine is measured in a copy of this process first: past
   // the bounds, it is killed there and the module left to its own process.
@@ -165,9 +167,18 @@ void* ModuleCache::instantiate(const std::string& bytes, std::string* why) {
       *why = fmt::format("its trial load grew past {} MiB", kTrialBounds.max_growth_bytes >> 20);
       return nullptr;
     case TrialOutcome::Result::kTooSlow:
-      *why = fmt::format("its trial load ran past {} ms", kTrialBounds.max_time.count());
+      *why =
+          fmt::format("its trial load used more than {} ms of CPU", kTrialBounds.max_cpu.count());
+      return nullptr;
+    case TrialOutcome::Result::kCrashed:
+      *why = "its trial load crashed";
+      return nullptr;
+    case TrialOutcome::Result::kTimedOut:
+      *for_good = false;
+      *why = fmt::format("its trial load ran past {} ms", kTrialBounds.max_wall.count());
       return nullptr;
     case TrialOutcome::Result::kNoChild:
+      *for_good = false;
       *why = fmt::format("no trial load (fork: {})", std::strerror(trial.error));
       return nullptr;
     case TrialOutcome::Result::kDone:

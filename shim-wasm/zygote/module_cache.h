@@ -64,13 +64,16 @@ class ModuleCache {
   static constexpr std::size_t kMaxBytes = 64u << 20;
   static constexpr std::size_t kMaxRefused = 64;
   // A new module's load is tried first in a forked copy of the zygote (trial_run.h):
-  // killed there past 64 MiB of growth or 500 ms, it is left to its own process.
+  // killed there past 64 MiB of growth, 500 ms of CPU or 5 s, it is left to its own
+  // process.
   static constexpr TrialBounds kTrialBounds{64u << 20, std::chrono::milliseconds(500),
+                                            std::chrono::milliseconds(5000),
                                             std::chrono::milliseconds(2)};
 
  private:
-  // The module's VM, or nullptr with *why saying what kept it out.
-  void* instantiate(const std::string& bytes, std::string* why);
+  // The module's VM, or nullptr with *why saying what kept it out and *for_good false
+  // when another try might pass (a trial that waited on a busy machine, no fork).
+  void* instantiate(const std::string& bytes, std::string* why, bool* for_good);
   // Loads, validates and instantiates `bytes` in `vm`: nullptr, or the step that failed
   // (*result its result).
   const char* load_steps(void* vm, const std::string& bytes, WasmEdgeResult* result) const;

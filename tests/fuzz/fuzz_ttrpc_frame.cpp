@@ -4,7 +4,8 @@
 //    time or in pieces whose sizes the input picks (a socket read may stop anywhere);
 //  - a decoded header re-encodes to the bytes it came from;
 //  - a payload that decodes as a Request (or Response) decodes to the same values again
-//    after being re-encoded with request_frame (response_frame).
+//    after being re-encoded with request_frame (response_frame; its status message
+//    made valid UTF-8).
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
+#include "gocompat/utf8.h"
 #include "ttrpc/frame.h"
 #include "ttrpc/wire.h"
 
@@ -63,7 +65,8 @@ void check_request_round_trip(const Frame& frame) {
   FUZZ_CHECK(header.length == again.size() - shim::ttrpc::kHeaderSize);
   FUZZ_CHECK(header.stream_id == frame.header.stream_id);
   wire::RequestView decoded;
-  FUZZ_CHECK(wire::decode_request(std::string_view(again).substr(shim::ttrpc::kHeaderSize), &decoded));
+  FUZZ_CHECK(
+      wire::decode_request(std::string_view(again).substr(shim::ttrpc::kHeaderSize), &decoded));
   FUZZ_CHECK(decoded.service == request.service);
   FUZZ_CHECK(decoded.method == request.method);
   FUZZ_CHECK(decoded.payload == request.payload);
@@ -76,10 +79,13 @@ void check_response_round_trip(const Frame& frame) {
   shim::Status status = wire::decode_response(frame.payload, &payload);
   std::string again = wire::response_frame(frame.header.stream_id, status, payload);
   std::string payload_again;
-  shim::Status status_again =
-      wire::decode_response(std::string_view(again).substr(shim::ttrpc::kHeaderSize), &payload_again);
+  shim::Status status_again = wire::decode_response(
+      std::string_view(again).substr(shim::ttrpc::kHeaderSize), &payload_again);
   FUZZ_CHECK(status_again.code() == status.code());
-  FUZZ_CHECK(status_again.message() == status.message());
+  // A status message goes out as valid UTF-8 (what Go's protobuf accepts): the same
+  // when it was, each run of invalid bytes one U+FFFD when not.
+  FUZZ_CHECK(status_again.message() == shim::detail::to_valid_utf8(status.message()));
+  FUZZ_CHECK(shim::detail::is_valid_utf8(status_again.message()));
   FUZZ_CHECK(payload_again == payload);
 }
 
@@ -102,7 +108,8 @@ void check_frames(const std::vector<Frame>& frames, std::string_view stream) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view stream(reinterpret_cast<const char*>(data), size);
   for (std::uint32_t limit : {shim::ttrpc::kMaxMessageSize, kSmallLimit}) {
-    std::vector<Frame> whole = decode_in_pieces(stream, limit, [](std::size_t) { return SIZE_MAX; });
+    std::vector<Frame> whole =
+        decode_in_pieces(stream, limit, [](std::size_t) { return SIZE_MAX; });
     check_frames(whole, stream);
     check_same(whole, decode_in_pieces(stream, limit, [](std::size_t) { return 1; }));
     // Piece sizes 1..64 taken from the stream itself: deterministic, and mutations of

@@ -2,7 +2,10 @@
 // time, as the zygote tries a new module's load before it does it for real.
 #include "trial_run.h"
 
+#include <signal.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -25,6 +28,19 @@ TEST_CASE("run_trial: the child's answer, and nothing of its writes", "[wasm][tr
         Result::kFailed);
 }
 
+// A crash is not a failure the real run would report: the caller must not repeat it.
+TEST_CASE("run_trial: a child that dies of a signal crashed", "[wasm][trial]") {
+  CHECK(run_trial([]() -> bool { std::abort(); }, TrialBounds{}).result == Result::kCrashed);
+  CHECK(run_trial(
+            [] {
+              ::raise(
+                  SIGKILL);  // the OOM killer's way (no sanitizer's handler turns it into an exit)
+              return true;
+            },
+            TrialBounds{})
+            .result == Result::kCrashed);
+}
+
 // 256 MiB written in the child against a 32 MiB bound: killed on the way (sampled), or
 // found by its peak at the end, never answered as done.
 TEST_CASE("run_trial: a child that grows past the bound is killed", "[wasm][trial]") {
@@ -38,17 +54,18 @@ TEST_CASE("run_trial: a child that grows past the bound is killed", "[wasm][tria
         }
         return true;
       },
-      TrialBounds{32u << 20, std::chrono::seconds(20)});
+      TrialBounds{32u << 20, std::chrono::seconds(20), std::chrono::seconds(20)});
   CHECK(outcome.result == Result::kTooLarge);
   CHECK(outcome.peak_growth_bytes > (32u << 20));
   CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
 }
 
-// A spike the parent's samples miss (64 MiB written and freed at once; the parent samples
-// at the start and then once a second) is found by the child's own peak at its end.
+// A spike the parent's samples miss (64 MiB written and freed at once, after the first
+// sample; the next is a minute later) is found by the child's own peak at its end.
 TEST_CASE("run_trial: a spike between samples counts", "[wasm][trial]") {
   auto outcome = run_trial(
       [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
         for (int round = 0; round < 4; ++round) {
           char* block = new char[64u << 20];
           std::memset(block, 1, 64u << 20);
@@ -56,21 +73,35 @@ TEST_CASE("run_trial: a spike between samples counts", "[wasm][trial]") {
         }
         return true;
       },
-      TrialBounds{32u << 20, std::chrono::seconds(20), std::chrono::seconds(1)});
+      TrialBounds{32u << 20, std::chrono::seconds(100), std::chrono::seconds(100),
+                  std::chrono::seconds(60)});
   CHECK(outcome.result == Result::kTooLarge);
   CHECK(outcome.peak_growth_bytes < (32u << 20));  // the samples saw none of it
+  CHECK(outcome.ms < 30000);                       // its end woke the parent
 }
 
-TEST_CASE("run_trial: a child that runs past the time is killed", "[wasm][trial]") {
-  auto outcome = run_trial(
+// CPU time is the bound (a spinning child); waiting counts only against the wall clock's
+// backstop (a sleeping child).
+TEST_CASE("run_trial: a child that uses too much CPU, or waits too long, is killed",
+          "[wasm][trial]") {
+  auto spinning = run_trial(
+      []() -> bool {
+        volatile unsigned long spins = 0;
+        for (;;) spins = spins + 1;
+      },
+      TrialBounds{64u << 20, std::chrono::milliseconds(100), std::chrono::seconds(60)});
+  CHECK(spinning.result == Result::kTooSlow);
+  CHECK(spinning.ms >= 100);
+  CHECK(spinning.ms < 30000);
+  auto sleeping = run_trial(
       [] {
         std::this_thread::sleep_for(std::chrono::seconds(5));
         return true;
       },
-      TrialBounds{64u << 20, std::chrono::milliseconds(100)});
-  CHECK(outcome.result == Result::kTooSlow);
-  CHECK(outcome.ms >= 100);
-  CHECK(outcome.ms < 3000);
+      TrialBounds{64u << 20, std::chrono::milliseconds(100), std::chrono::milliseconds(300)});
+  CHECK(sleeping.result == Result::kTimedOut);
+  CHECK(sleeping.ms >= 300);
+  CHECK(sleeping.ms < 3000);
 }
 
 }  // namespace

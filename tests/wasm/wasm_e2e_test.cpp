@@ -89,7 +89,8 @@ std::string start_section_module() {
 
 // A module whose load costs the engine hundreds of MiB although its bytes pass the
 // zygote's static bounds: after `unreachable`, 170 000 nested blocks of a type of 64
-// params and 64 results (the validator keeps every open block's types). Run, it traps.
+// params and 64 results (the validator keeps every open block's types). Its own process
+// then fails to load it (the outer block leaves 64 values in a () -> () function).
 std::string costly_module() {
   auto leb = [](std::size_t n) {
     std::string out;
@@ -235,13 +236,13 @@ TEST_CASE("wasm: a module runs as a container: args, env, stdio, exit codes, fil
   CHECK(eventually_log_lines_with(
       s.fx, "msg=\"wasm zygote: module left to its process\" bytes=103 module=/start.wasm",
       "reason=\"a start section\""));
-  // A module that passes the zygote's static bounds but whose load grows past 64 MiB is
-  // killed in the zygote's trial copy and left to its own process, which traps.
+  // A module that passes the zygote's static bounds but whose load grows past 64 MiB (to
+  // ~300 MiB) is killed in the zygote's trial copy and left to its own process, where
+  // the engine refuses it: 134. (Past 64 MiB or, on a busy machine, 500 ms of CPU.)
   std::ofstream(s.rootfs + "/costly.wasm", std::ios::binary) << costly_module();
   auto costly = s.fx.ctr(s.run({"--rm"}, "costly", {"/costly.wasm"}), 60s);
   CHECK(costly.exit_code == 134);
-  CHECK(eventually_log_lines_with(s.fx, "module=/costly.wasm",
-                                  "reason=\"its trial load grew past 64 MiB\""));
+  CHECK(eventually_log_lines_with(s.fx, "module=/costly.wasm", "reason=\"its trial load"));
   auto after = s.fx.ctr(s.run({"--rm"}, "after-start", {"/hello.wasm", "4"}));
   CHECK(after.exit_code == 4);  // the same zygote still serves
   CHECK(log_lines_with(s.fx, "wasm zygote started", "") == 1);
