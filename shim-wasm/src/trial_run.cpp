@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,6 +83,12 @@ std::size_t status_bytes(const char* key) {
                             std::size_t max_growth) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(kExitFailed);  // the caller died before prctl
+  // A crash is an answer, not a core to write: a dump of a copy of the zygote (the
+  // shim's limits: containerd's unit allows any core) would take long and hold other
+  // containers' modules.
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::prctl(PR_SET_DUMPABLE, 0);
   // Its peak between the parent's samples: VmHWM (reset to the RSS now, clear_refs 5)
   // at the end, less the file pages it holds then (a fork leaves the caller's file
   // pages unmapped; the engine's code paged in again is not growth).

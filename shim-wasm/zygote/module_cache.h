@@ -64,10 +64,11 @@ class ModuleCache {
   static constexpr std::size_t kMaxBytes = 64u << 20;
   static constexpr std::size_t kMaxRefused = 64;
   // A new module's load is tried first in a forked copy of the zygote (trial_run.h):
-  // killed there past 64 MiB of growth, 500 ms of CPU or 5 s, it is left to its own
-  // process.
+  // killed there past 64 MiB of growth, 500 ms of CPU or 2 s (well within the shim's
+  // 10 s wait for the zygote's answer, with a request or two before it), it is left to
+  // its own process.
   static constexpr TrialBounds kTrialBounds{64u << 20, std::chrono::milliseconds(500),
-                                            std::chrono::milliseconds(5000),
+                                            std::chrono::milliseconds(2000),
                                             std::chrono::milliseconds(2)};
 
  private:
