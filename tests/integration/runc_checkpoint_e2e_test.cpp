@@ -375,6 +375,7 @@ TEST_CASE(
     std::string ref;
     std::tie(seen.before, ref) = checkpoint_for_restore(s, "rst", recorder);
     CommandResult restored = restore(s, "rst", ref);
+    INFO("ctr container restore: " << restored.describe());  // CRIU's reason, if it failed
     REQUIRE(restored.ok());
     REQUIRE(s.wait_status("rst", "RUNNING", 20s));
     // The restored shell goes on from its own count; a fresh start would begin at 0.
