@@ -84,9 +84,11 @@ TEST_CASE("run_trial: a spike between samples counts", "[wasm][trial]") {
       [] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         for (int round = 0; round < 4; ++round) {
-          char* block = new char[64u << 20];
+          // Through a volatile pointer: a compiler may drop an allocation nobody reads.
+          char* volatile block = static_cast<char*>(std::malloc(64u << 20));
+          if (block == nullptr) return false;
           std::memset(block, 1, 64u << 20);
-          delete[] block;  // glibc unmaps a block this large at once
+          std::free(block);  // glibc unmaps a block this large at once
         }
         return true;
       },
